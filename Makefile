@@ -1,0 +1,40 @@
+# Attention from Scratch: every command a learner or an instructor needs.
+# All targets are idempotent; `make setup` is quick once the environment exists.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# JupyterLab refuses to run as root unless told; learners are not root, CI is.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+PORT ?= 8888
+
+.PHONY: setup lab test release build lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 10), "Python 3.10+ is needed, found " + sys.version.split()[0]'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e . 2>&1 | grep -v "is ignored: it is neither" || true
+	$(BIN)/python -c "import helpers, torch, nbgrader, ipywidgets, jupyterlab"
+	touch $(STAMP)
+
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ALLOW_ROOT)
+
+# Solution notebooks (git-ignored) built from the jupytext sources in solutions/.
+build: setup
+	$(BIN)/python -m helpers.build solutions
+
+release: setup
+	$(BIN)/python -m helpers.build release
+
+lint: setup
+	$(BIN)/ruff check helpers tests solutions
+
+test: setup lint build
+	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider
+
+clean:
+	rm -rf build solutions/*/*.ipynb gradebook.db

@@ -1,0 +1,123 @@
+"""Build the course: solution notebooks from the jupytext sources, student notebooks with nbgrader.
+
+    python -m helpers.build solutions          # solutions/NN_topic/NN_topic.ipynb (git-ignored)
+    python -m helpers.build release [OUT_DIR]  # and notebooks/NN_topic/NN_topic.ipynb (or OUT_DIR)
+
+Every cell gets slide metadata: what the source states, else a convention — a markdown cell
+opening with a ``#``/``##`` heading starts a slide, ``###`` a sub-slide, cells tagged
+``hide-in-slides`` and grade cells are skipped, everything else continues the current slide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def lesson_ids(root: Path = ROOT) -> list[str]:
+    """Lessons are the folders ``solutions/NN_topic`` holding ``NN_topic.py``."""
+    return sorted(p.parent.name for p in (root / "solutions").glob("*/*.py")
+                  if p.stem == p.parent.name)
+
+
+def slide_type(cell) -> str:
+    """The slide type the convention gives a cell (see the module docstring)."""
+    nbg = cell.metadata.get("nbgrader", {})
+    if "hide-in-slides" in cell.metadata.get("tags", []):
+        return "skip"
+    if cell.cell_type == "code" and nbg.get("grade"):
+        return "skip"
+    if cell.cell_type == "markdown":
+        first = cell.source.lstrip().split("\n", 1)[0]
+        if first.startswith(("# ", "## ")):
+            return "slide"
+        if first.startswith("### "):
+            return "subslide"
+    return "-"
+
+
+def solution_notebook(lesson: str, root: Path = ROOT) -> nbformat.NotebookNode:
+    """The solution notebook of ``lesson``, built from its jupytext source; deterministic."""
+    nb = jupytext.read(root / "solutions" / lesson / f"{lesson}.py")
+    nb.metadata = nbformat.from_dict({
+        "kernelspec": KERNELSPEC,
+        "language_info": {"name": "python"},
+    })
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"{lesson[:2]}-{i:03d}"  # stable ids: rebuilding gives identical files
+        cell.metadata.setdefault("slideshow", {"slide_type": slide_type(cell)})
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nbformat.validate(nb)
+    return nb
+
+
+def _write_if_changed(nb, path: Path) -> bool:
+    text = nbformat.writes(nb) + "\n"
+    if path.exists() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return True
+
+
+def build_solutions(root: Path = ROOT) -> list[Path]:
+    """Write ``solutions/NN/NN.ipynb`` for every lesson; returns the notebook paths."""
+    paths = []
+    for lesson in lesson_ids(root):
+        path = root / "solutions" / lesson / f"{lesson}.ipynb"
+        if _write_if_changed(solution_notebook(lesson, root), path):
+            print(f"built {path.relative_to(root)}")
+        paths.append(path)
+    return paths
+
+
+def release(root: Path = ROOT, out_dir: Path | None = None) -> list[Path]:
+    """Regenerate the student notebooks with nbgrader (no gradebook is touched)."""
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config import Config
+
+    from .grading import configure
+
+    build_solutions(root)
+    out_dir = Path(out_dir).resolve() if out_dir else root / "notebooks"
+    config = configure(Config(), root)
+    config.CourseDirectory.source_directory = str(root / "solutions")
+    config.CourseDirectory.release_directory = str(out_dir)
+    config.GenerateAssignment.no_database = True
+    api = NbGraderAPI(config=config)
+    written = []
+    for lesson in lesson_ids(root):
+        result = api.generate_assignment(lesson, force=True, create=False)
+        if not result["success"]:
+            raise RuntimeError(f"nbgrader could not generate {lesson}:\n{result.get('error', '')}"
+                               f"\n{result.get('log', '')}")
+        path = out_dir / lesson / f"{lesson}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        _write_if_changed(nb, path)  # nbformat's own formatting, newline at the end
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=["solutions", "release"])
+    parser.add_argument("out_dir", nargs="?", type=Path, help="release into this folder instead")
+    args = parser.parse_args(argv)
+    if args.what == "solutions":
+        build_solutions()
+    else:
+        for path in release(out_dir=args.out_dir):
+            print(f"released {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

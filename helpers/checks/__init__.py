@@ -1,0 +1,15 @@
+"""Check functions called by grade cells: each compares with a reference on random inputs
+and, when it fails, names the likely mistake."""
+
+from .core import CheckFailed, expect_close, fresh_seeds, quiet
+from .lookup import check_attention, check_self_attention, check_softmax
+
+__all__ = [
+    "CheckFailed",
+    "check_attention",
+    "check_self_attention",
+    "check_softmax",
+    "expect_close",
+    "fresh_seeds",
+    "quiet",
+]

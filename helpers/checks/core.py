@@ -1,0 +1,143 @@
+"""What every check shares: calling the learner's function, comparing, naming the mistake.
+
+A check compares the learner's result with the reference on random inputs. When they
+differ it computes what each *known mistake* would have produced and, if the learner's
+result matches one, fails with that mistake's message; otherwise it reports where and by
+how much the result is off. Failures raise ``CheckFailed`` (an ``AssertionError``), so
+nbgrader scores the cell 0 and shows the message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+# Comparison tolerances: loose enough for float32 arithmetic, far tighter than any mistake.
+RTOL = 1e-4
+ATOL = 1e-6
+
+
+class CheckFailed(AssertionError):
+    """A check found a wrong result; the message says what is wrong and the likely cause."""
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Silence warnings and NumPy floating-point chatter: any stderr text scores a grade cell 0."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def fresh_seeds(n: int = 3) -> list[int]:
+    """``n`` seeds nobody can predict, for hidden tests on fresh random inputs."""
+    return [int.from_bytes(os.urandom(4), "little") for _ in range(n)]
+
+
+def call(fn: Callable, *args, what: str, hint: str = "", **kwargs):
+    """Call the learner's ``fn``; a crash becomes a ``CheckFailed`` that says on which inputs.
+
+    ``NotImplementedError`` passes through untouched: the exercise is simply not done yet.
+    """
+    try:
+        with quiet():
+            return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except Exception as err:  # the learner's code may raise anything; report it, do not crash
+        shapes = ", ".join(_describe(a) for a in args)
+        msg = f"{what} raised {type(err).__name__}: {err}\n  called with {shapes}"
+        if hint:
+            msg += f"\n  hint: {hint}"
+        raise CheckFailed(msg) from None
+
+
+def _describe(a) -> str:
+    shape = getattr(a, "shape", None)
+    if shape is not None:
+        return f"array of shape {tuple(shape)}"
+    if callable(a):
+        return getattr(a, "__name__", "a function")
+    return repr(a)
+
+
+def as_array(x, what: str) -> np.ndarray:
+    """The learner's result as a float NumPy array (torch tensors too), or a ``CheckFailed``."""
+    if hasattr(x, "detach"):  # a torch tensor
+        x = x.detach().cpu().numpy()
+    if x is None:
+        raise CheckFailed(f"{what} is None — did the function forget to `return` its result?")
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise CheckFailed(f"{what} should be an array of numbers, got {type(x).__name__}: {err}") from None
+    return arr
+
+
+def same(got, want, rtol: float = RTOL, atol: float = ATOL) -> bool:
+    """True if the shapes agree and every entry is close (NaN never matches)."""
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    if got.shape != want.shape:
+        return False
+    with quiet():
+        return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=False))
+
+
+def expect_shape(got: np.ndarray, shape: Sequence[int], what: str, hint: str = "") -> None:
+    """Fail unless ``got`` has exactly ``shape``."""
+    if tuple(got.shape) != tuple(shape):
+        msg = f"{what} has shape {tuple(got.shape)}, expected {tuple(shape)}"
+        raise CheckFailed(msg + (f" — {hint}" if hint else ""))
+
+
+def expect_close(
+    got,
+    want,
+    what: str,
+    mistakes: Sequence[tuple[object, str]] = (),
+    context: str = "",
+    hint: str = "",
+    rtol: float = RTOL,
+    atol: float = ATOL,
+) -> None:
+    """Fail unless ``got`` matches ``want``; name the mistake whose result ``got`` matches.
+
+    ``mistakes`` is a list of ``(what that mistake returns, message)``; the first match wins.
+    ``hint`` is added when no known mistake matches.
+    """
+    got = as_array(got, what)
+    want = np.asarray(want, dtype=float)
+    if same(got, want, rtol, atol):
+        return
+    where = f" ({context})" if context else ""
+    if not np.all(np.isfinite(got)) and np.all(np.isfinite(want)):
+        bad = np.argwhere(~np.isfinite(got))[0]
+        for result, message in mistakes:
+            if same(got, result, rtol, atol):
+                raise CheckFailed(f"{what}{where}: {message}")
+        raise CheckFailed(
+            f"{what}{where} contains NaN or inf (first at index {tuple(int(i) for i in bad)}) "
+            "while the correct result is finite — an overflow in exp? Subtract the maximum first."
+        )
+    for result, message in mistakes:
+        if same(got, result, rtol, atol):
+            raise CheckFailed(f"{what}{where}: {message}")
+    if got.shape != want.shape:
+        raise CheckFailed(f"{what}{where} has shape {got.shape}, expected {want.shape}")
+    err = np.abs(got - want)
+    idx = tuple(int(i) for i in np.unravel_index(np.argmax(err), err.shape))
+    raise CheckFailed(
+        f"{what}{where} differs from the reference: at index {idx} you return "
+        f"{got[idx]:.6g}, the reference gives {want[idx]:.6g} (largest error {err[idx]:.3g})"
+        + (f"\n  hint: {hint}" if hint else "")
+    )
+
+
+def passed(message: str, verbose: bool = True) -> None:
+    """Report success in the notebook."""
+    if verbose:
+        print(f"✓ {message}")

@@ -1,0 +1,51 @@
+"""nbgrader settings shared by ``nbgrader_config.py``, the build and the tests, and the
+preprocessor that keeps hidden tests out of feedback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor
+from nbgrader.utils import is_grade
+from traitlets.config import Config
+
+COURSE_ID = "attention-from-scratch"
+# Generous per-cell limit: a grade cell may train a small model for a few seconds.
+CELL_TIMEOUT_S = 300
+CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+
+
+class StripGradeTracebacks(NbGraderPreprocessor):
+    """Reduce errors in grade cells to ``Name: message``.
+
+    A traceback quotes the source lines around the failing one, hidden tests included; the
+    message of a check already says what went wrong.
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and is_grade(cell):
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
+        return cell, resources
+
+
+def configure(c: Config, root: str | Path) -> Config:
+    """Apply the course's nbgrader settings to ``c`` for a course rooted at ``root``."""
+    c.CourseDirectory.root = str(Path(root).resolve())
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.source_directory = "solutions"
+    c.CourseDirectory.release_directory = "notebooks"
+    # The .py sources sit beside the built notebooks; students get notebooks only.
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py"]
+    c.ClearSolutions.code_stub = {"python": CODE_STUB}
+    c.Execute.timeout = CELL_TIMEOUT_S
+    c.OverwriteCells.add_missing_cells = True
+    c.GenerateFeedback.preprocessors = [
+        GetGrades,
+        ClearHiddenTests,
+        StripGradeTracebacks,
+        CSSHTMLHeaderPreprocessor,
+    ]
+    return c

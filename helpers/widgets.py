@@ -1,0 +1,60 @@
+"""Interactive widgets: thin ipywidgets wrappers around tested functions.
+
+Each widget is displayed together with a static PNG of its initial state. JupyterLab shows
+the live widget; exported HTML, slides and other front ends without a widget manager show
+the picture instead.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .calculator import lookup_steps, parse_matrix, steps_html
+from .plots import figure_png, plot_lookup
+
+
+class WithFallback:
+    """Display ``widget`` live where widgets work, else the PNG ``static``."""
+
+    def __init__(self, widget: W.Widget, static: bytes):
+        self.widget, self.static = widget, static
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self.widget._repr_mimebundle_(**kwargs) or {}
+        bundle["image/png"] = base64.b64encode(self.static).decode("ascii")
+        return bundle
+
+
+def _matrix_text(a: np.ndarray) -> str:
+    return "\n".join(" ".join(f"{x:g}" for x in row) for row in np.asarray(a))
+
+
+def attention_calculator(q, k, v, tokens) -> WithFallback:
+    """Pick a query token, toggle the √d_k scale, edit Q, K, V: the lookup is recomputed."""
+    tokens = list(tokens)
+    pick = W.Dropdown(options=[(t, i) for i, t in enumerate(tokens)], value=0, description="query")
+    scale = W.Checkbox(value=True, description="divide by √d_k")
+    boxes = {name: W.Textarea(value=_matrix_text(m), description=name,
+                              layout=W.Layout(width="180px", height="90px"))
+             for name, m in (("Q", q), ("K", k), ("V", v))}
+    out = W.HTML()
+
+    def update(_=None):
+        try:
+            mats = {n: parse_matrix(b.value, n) for n, b in boxes.items()}
+            steps = lookup_steps(mats["Q"], mats["K"], mats["V"], pick.value, tokens, scale.value)
+            out.value = steps_html(steps)
+        except ValueError as err:
+            out.value = f'<p style="color:#b00">{err}</p>'
+
+    for control in (pick, scale, *boxes.values()):
+        control.observe(update, names="value")
+    update()
+    ui = W.VBox([W.HBox([pick, scale]), W.HBox(list(boxes.values())), out])
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3), layout="constrained")
+    plot_lookup(lookup_steps(q, k, v, 0, tokens), axes)
+    return WithFallback(ui, figure_png(fig))
