@@ -55,7 +55,10 @@ def self_attention(x, w_q, w_k, w_v) -> tuple[np.ndarray, np.ndarray]:
 def scaled_dot_product_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q kᵀ / √d_k) v and the weights. q: (..., T_q, d_k), k/v: (..., T_k, d); mask True = may attend."""
+    """softmax(q kᵀ / √d_k) v and the weights. q: (..., T_q, d_k), k/v: (..., T_k, d).
+
+    ``mask`` is boolean, broadcastable to (..., T_q, T_k), True = may attend.
+    """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., T_q, T_k)
     if mask is not None:
         if mask.dtype != torch.bool:

@@ -91,7 +91,8 @@ def release(root: Path = ROOT, out_dir: Path | None = None) -> list[Path]:
     config = configure(Config(), root)
     config.CourseDirectory.source_directory = str(root / "solutions")
     config.CourseDirectory.release_directory = str(out_dir)
-    config.GenerateAssignment.no_database = True
+    config.GenerateAssignment.no_database = True  # what `nbgrader generate_assignment --no-db` sets
+    config.SaveCells.enabled = False
     api = NbGraderAPI(config=config)
     written = []
     for lesson in lesson_ids(root):

@@ -3,6 +3,8 @@ preprocessor that keeps hidden tests out of feedback."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
@@ -33,6 +35,11 @@ class StripGradeTracebacks(NbGraderPreprocessor):
 
 def configure(c: Config, root: str | Path) -> Config:
     """Apply the course's nbgrader settings to ``c`` for a course rooted at ``root``."""
+    # nbgrader runs the `alembic` command of its own environment; make sure it is found even
+    # when that environment's bin/ is not on PATH (e.g. `.venv/bin/python -m ...`).
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     c.CourseDirectory.root = str(Path(root).resolve())
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.source_directory = "solutions"

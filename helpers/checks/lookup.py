@@ -15,6 +15,7 @@ def _softmax_mistakes(x: np.ndarray, axis: int) -> list[tuple[np.ndarray, str]]:
     """What the classic softmax mistakes return for ``x`` along ``axis``."""
     with quiet():
         e = np.exp(x - x.max())
+        e_axis = np.exp(x - x.max(axis=axis, keepdims=True))
         other = 0 if axis % x.ndim != 0 else x.ndim - 1
         return [
             (x / x.sum(axis=axis, keepdims=True),
@@ -22,6 +23,8 @@ def _softmax_mistakes(x: np.ndarray, axis: int) -> list[tuple[np.ndarray, str]]:
             (ref.softmax(x, axis=other),
              f"you normalised along axis {other}; softmax must run along `axis` (here {axis})"),
             (e / e.sum(),
+             "you divided by the sum of the whole array — sum along `axis` only (keepdims=True)"),
+            (e_axis / e_axis.sum(),
              "you divided by the sum of the whole array — sum along `axis` only (keepdims=True)"),
             (np.exp(x), "you return exp(x) without dividing by its sum"),
             (np.log(ref.softmax(x, axis=axis)),
@@ -125,7 +128,10 @@ def check_attention(attention: Callable, seed: int = 0, n_q: int = 3, n_k: int =
             "v.T has shape (d_v, n_k) and does not fit")
 
     def run(q, k, v, label):
+        originals = [a.copy() for a in (q, k, v)]
         result = call(attention, q, k, v, what=f"attention(q, k, v) {label}", hint=hint)
+        if any(not np.array_equal(a, b) for a, b in zip((q, k, v), originals)):
+            raise CheckFailed("attention changed q, k or v in place — compute new arrays instead")
         out, w = _unpack(result, "attention", q.shape[0], k.shape[0], v.shape[1])
         want_out, want_w = ref.attention(q, k, v)
         expect_close(w, want_w, f"attention weights {label}", _weight_mistakes(q, k, v.shape[1]),
@@ -138,10 +144,7 @@ def check_attention(attention: Callable, seed: int = 0, n_q: int = 3, n_k: int =
                      hint="the weights are right, so look at the last step: output = weights @ v")
 
     q, k, v = (rng.normal(size=s) for s in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
-    originals = [a.copy() for a in (q, k, v)]
     run(q, k, v, "on random inputs")
-    if any(not np.array_equal(a, b) for a, b in zip((q, k, v), originals)):
-        raise CheckFailed("attention changed q, k or v in place — compute new arrays instead")
 
     # n_k == d_v: here weights @ v.T runs without an error but gives the wrong answer.
     sq = (rng.normal(size=(n_q, d_k)), rng.normal(size=(d_v + 1, d_k)), rng.normal(size=(d_v + 1, d_v + 1)))

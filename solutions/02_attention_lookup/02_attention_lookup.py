@@ -291,9 +291,10 @@ print("largest difference:", np.abs(out_shuffled - out[perm]).max())
 # is `(n_k, d_v)`, so only `weights @ V` fits:
 
 # %%
-print("weights:", weights.shape, " V:", V.shape, " weights @ V:", (weights @ V).shape)
+_, w_example = reference.attention(Q, K, V)  # the worked example's weights (course reference)
+print("weights:", w_example.shape, " V:", V.shape, " weights @ V:", (w_example @ V).shape)
 try:
-    weights @ V.T
+    w_example @ V.T
 except ValueError as err:
     print("weights @ V.T fails:", err)
 
@@ -304,7 +305,7 @@ except ValueError as err:
 
 # %%
 V_square = np.arange(9.0).reshape(3, 3)  # n_k = d_v = 3
-print("same result?", np.allclose(weights @ V_square, weights @ V_square.T))
+print("same result?", np.allclose(w_example @ V_square, w_example @ V_square.T))
 
 # %% [markdown]
 # **Think (2 points, graded by hand).** The softmax in attention runs over each row of `Q Kᵀ`

@@ -1,0 +1,246 @@
+"""The lesson 02 checks bite: each known mistake fails with a message naming it, and correct
+answers written in other styles pass."""
+
+import math
+
+import numpy as np
+import pytest
+
+from helpers import attention as ref
+from helpers.checks import CheckFailed, check_attention, check_self_attention, check_softmax
+
+# ---------------------------------------------------------------- softmax
+
+
+def softmax_logsumexp(x, axis=-1):
+    x = np.asarray(x, dtype=float)
+    m = np.max(x, axis=axis, keepdims=True)
+    lse = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    return np.exp(x - lse)
+
+
+def softmax_moveaxis_loops(x, axis=-1):
+    x = np.moveaxis(np.array(x, dtype=float), axis, -1)
+    out = np.empty_like(x)
+    for idx in np.ndindex(x.shape[:-1]):
+        row = x[idx]
+        e = np.exp(row - row.max())
+        out[idx] = e / e.sum()
+    return np.moveaxis(out, -1, axis)
+
+
+def softmax_float32(x, axis=-1):
+    x = np.asarray(x, dtype=np.float32)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("fn", [ref.softmax, softmax_logsumexp, softmax_moveaxis_loops, softmax_float32])
+def test_softmax_check_passes_correct_variants(fn, capsys):
+    check_softmax(fn)
+    assert "✓" in capsys.readouterr().out
+
+
+def softmax_unstable(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_global_max(x, axis=-1):
+    e = np.exp(x - np.max(x))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_no_exp(x, axis=-1):
+    return x / x.sum(axis=axis, keepdims=True)
+
+
+def softmax_ignores_axis(x, axis=-1):
+    return ref.softmax(x, axis=-1)
+
+
+def softmax_total_sum(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / e.sum()
+
+
+def softmax_in_place(x, axis=-1):
+    x -= np.max(x, axis=axis, keepdims=True)
+    np.exp(x, out=x)
+    x /= x.sum(axis=axis, keepdims=True)
+    return x
+
+
+def softmax_log(x, axis=-1):
+    return np.log(ref.softmax(x, axis=axis))
+
+
+def softmax_wrong_axis(x, axis=-1):
+    return ref.softmax(x, axis=0)
+
+
+def softmax_no_return(x, axis=-1):
+    ref.softmax(x, axis=axis)
+
+
+def softmax_drops_axis(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).sum(axis=axis)
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (softmax_unstable, "subtract the maximum"),
+        (softmax_global_max, "each row's own maximum"),
+        (softmax_no_exp, "exponentiate first"),
+        (softmax_ignores_axis, "`axis` argument is ignored"),
+        (softmax_total_sum, "sum of the whole array"),
+        (softmax_in_place, "in place"),
+        (softmax_log, "log-softmax"),
+        (softmax_wrong_axis, "normalised along axis 0"),
+        (softmax_no_return, "forget to `return`"),
+        (softmax_drops_axis, "shape"),
+    ],
+)
+def test_softmax_check_names_the_mistake(fn, message):
+    with pytest.raises(CheckFailed, match=message):
+        check_softmax(fn)
+
+
+def test_unfinished_exercise_is_not_a_failure():
+    def stub(x, axis=-1):
+        raise NotImplementedError()
+
+    with pytest.raises(NotImplementedError):
+        check_softmax(stub)
+
+
+# ---------------------------------------------------------------- attention
+
+
+def attention_einsum(q, k, v):
+    scores = np.einsum("id,jd->ij", q, k) / math.sqrt(q.shape[1])
+    w = softmax_logsumexp(scores)
+    return np.einsum("ij,jd->id", w, v), w
+
+
+def attention_loops(q, k, v):
+    n_q, n_k = q.shape[0], k.shape[0]
+    w = np.zeros((n_q, n_k))
+    out = np.zeros((n_q, v.shape[1]))
+    for i in range(n_q):
+        s = np.array([q[i] @ k[j] for j in range(n_k)]) / np.sqrt(q.shape[1])
+        e = np.exp(s - s.max())
+        w[i] = e / e.sum()
+        out[i] = sum(w[i, j] * v[j] for j in range(n_k))
+    return out, w
+
+
+def attention_torch(q, k, v):
+    import torch
+
+    out, w = ref.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)))
+    return out, w  # tensors are accepted too
+
+
+def attention_list(q, k, v):
+    return list(ref.attention(q, k, v))
+
+
+@pytest.mark.parametrize("fn", [ref.attention, attention_einsum, attention_loops, attention_torch,
+                                attention_list])
+def test_attention_check_passes_correct_variants(fn):
+    check_attention(fn)
+    check_attention(fn, seed=7, n_q=1, n_k=9, d_k=16, d_v=3, verbose=False)
+
+
+def _att(scores_fn, out_fn=lambda w, v: w @ v, order=lambda out, w: (out, w)):
+    def fn(q, k, v):
+        w = scores_fn(q, k)
+        return order(out_fn(w, v), w)
+
+    return fn
+
+
+SQ = lambda q: math.sqrt(q.shape[1])  # noqa: E731
+
+ATTENTION_MISTAKES = [
+    (_att(lambda q, k: ref.softmax(q @ k.T)), "divide the scores by √d_k"),
+    (_att(lambda q, k: ref.softmax(q @ k.T / q.shape[1])), "divided the scores by d_k"),
+    (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q), axis=0)), "query axis"),
+    (_att(lambda q, k: ref.softmax(q @ k.T * SQ(q))), "multiplied the scores by √d_k"),
+    (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), out_fn=lambda w, v: w @ v.T), "v.T"),
+    (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), order=lambda out, w: (w, out)),
+     r"returned \(weights, output\)"),
+    (lambda q, k, v: ref.attention(q, k, v)[0], "must return a pair"),
+    (lambda q, k, v: (ref.attention(q, k, v)[0], ref.attention(q, k, v)[1].T), "transposed|k @ q.T"),
+    (_att(lambda q, k: softmax_unstable(q @ k.T / SQ(q))), "subtract the maximum|NaN"),
+    (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), out_fn=lambda w, v: w @ v * 2.0), "weights @ v"),
+]
+
+
+@pytest.mark.parametrize("fn, message", ATTENTION_MISTAKES)
+def test_attention_check_names_the_mistake(fn, message):
+    with pytest.raises(CheckFailed, match=message):
+        check_attention(fn)
+
+
+def test_attention_check_scale_by_dv_is_named():
+    def by_dv(q, k, v):
+        w = ref.softmax(q @ k.T / math.sqrt(v.shape[1]))
+        return w @ v, w
+
+    with pytest.raises(CheckFailed, match="√d_v"):
+        check_attention(by_dv)
+
+
+def test_attention_check_reports_mutated_inputs():
+    def mutating(q, k, v):
+        out = ref.attention(q, k, v)
+        q *= 2
+        return out
+
+    with pytest.raises(CheckFailed, match="in place"):
+        check_attention(mutating)
+
+
+# ---------------------------------------------------------------- self_attention
+
+
+def self_attention_einsum(x, w_q, w_k, w_v):
+    q, k, v = (np.einsum("nd,de->ne", x, w) for w in (w_q, w_k, w_v))
+    return attention_einsum(q, k, v)
+
+
+@pytest.mark.parametrize("fn", [ref.self_attention, self_attention_einsum])
+def test_self_attention_check_passes_correct_variants(fn):
+    check_self_attention(fn)
+    check_self_attention(fn, seed=3, n=2, d_model=9, d_k=5, d_v=1, verbose=False)
+
+
+SELF_MISTAKES = [
+    (lambda x, wq, wk, wv: ref.attention(x @ wk, x @ wq, x @ wv), "swapped"),
+    (lambda x, wq, wk, wv: ref.attention(x @ wq, x @ wk, x), "shape|values"),
+    (lambda x, wq, wk, wv: ref.attention(x @ wq.T, x @ wk.T, x @ wv.T), "x @ w"),
+    (lambda x, wq, wk, wv: _att(lambda q, k: ref.softmax(q @ k.T / math.sqrt(x.shape[1])))(
+        x @ wq, x @ wk, x @ wv), "√d_model"),
+    (lambda x, wq, wk, wv: _att(lambda q, k: ref.softmax(q @ k.T))(x @ wq, x @ wk, x @ wv), "√d_k"),
+    (lambda x, wq, wk, wv: (ref.self_attention(x, wq, wk, wv)[0],
+                            ref.self_attention(x, wq, wk, wv)[1].T), "transposed"),
+    (lambda x, wq, wk, wv: (ref.self_attention(x, wq, wk, wv)[0] + 1.0,
+                            ref.self_attention(x, wq, wk, wv)[1]), "v = x @ w_v"),
+]
+
+
+@pytest.mark.parametrize("fn, message", SELF_MISTAKES)
+def test_self_attention_check_names_the_mistake(fn, message):
+    with pytest.raises(CheckFailed, match=message):
+        check_self_attention(fn)
+
+
+def test_checks_write_nothing_to_stderr(capsys):
+    """Any stderr text scores a grade cell 0: a noisy wrong answer fails by its message only."""
+    with pytest.raises(CheckFailed):
+        check_softmax(softmax_unstable)
+    assert capsys.readouterr().err == ""

@@ -1,0 +1,30 @@
+"""pyproject.toml is the single source of dependencies; environment.yml must agree with it."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _split(requirement: str) -> tuple[str, str]:
+    name = re.match(r"[A-Za-z0-9_.\-]+", requirement).group(0)
+    return name.lower().replace("_", "-"), requirement[len(name):].replace(" ", "")
+
+
+def test_environment_yml_lists_the_same_packages_and_ranges():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "-e ." in pip, "environment.yml must install the course itself (-e .)"
+    assert dict(map(_split, deps)) == dict(_split(p) for p in pip if p != "-e .")
+
+
+def test_torch_range_admits_2_13_0_and_not_2_14():
+    from packaging.specifiers import SpecifierSet
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    spec = SpecifierSet(next(_split(d)[1] for d in deps if _split(d)[0] == "torch"))
+    assert "2.13.0" in spec and "2.13.1" in spec and "2.14.0" not in spec
