@@ -14,7 +14,7 @@ PORT ?= 8888
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 10), "Python 3.10+ is needed, found " + sys.version.split()[0]'
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e . 2>&1 | grep -v "is ignored: it is neither" || true
 	$(BIN)/python -c "import helpers, torch, nbgrader, ipywidgets, jupyterlab"
