@@ -6,8 +6,11 @@ Modules, by what a learner looks for:
 - ``checks``      the functions grade cells call; each names the likely mistake
 - ``quiz``        multiple-choice answers: format checks and grading
 - ``calculator``  the step-by-step attention lookup behind the lesson 02 widget
+- ``sentiment``   the course-review sentiment task of lesson 01
+- ``scaling``     lesson 03: the √d_k argument measured (score spread, softmax saturation)
 - ``plots``       figures (each takes ``ax=None`` and returns the Axes)
 - ``widgets``     thin ipywidgets wrappers with a static fallback
 - ``build``       ``python -m helpers.build``: solution notebooks and student release
-- ``grading``     nbgrader preprocessors used for feedback
+- ``grading``     nbgrader settings and the preprocessor that keeps hidden tests out of feedback
+- ``autograde``   ``python -m helpers.autograde``: grade a class in parallel, CSV and summary
 """

@@ -10,6 +10,7 @@ import numpy as np
 
 from .attention import softmax
 from .calculator import LookupSteps
+from .scaling import ScalingView, Sweep
 
 
 def _axes(ax):
@@ -94,3 +95,83 @@ def figure_png(fig) -> bytes:
     fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
     return buf.getvalue()
+
+
+# Lesson 03: why the scores are divided by √d_k.
+
+
+def _log2_axis(ax, d_ks) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(d_ks), [str(int(d)) for d in d_ks])
+    ax.set_xlabel("d_k (width of queries and keys)")
+
+
+def plot_score_std(d_ks, measured, ax=None):
+    """Measured std of q·k for each d_k against √d_k, and of q·k / √d_k against 1."""
+    d_ks, measured = np.asarray(d_ks, dtype=float), np.asarray(measured, dtype=float)
+    if d_ks.shape != measured.shape or d_ks.ndim != 1:
+        raise ValueError(f"need one measurement per d_k, got {d_ks.shape} and {measured.shape}")
+    ax = _axes(ax)
+    ax.plot(d_ks, np.sqrt(d_ks), color="0.6", lw=3, alpha=0.6, label="√d_k")
+    ax.plot(d_ks, measured, "o", color="#c44e52", label="measured std of q·k")
+    ax.plot(d_ks, measured / np.sqrt(d_ks), "s", color="#4c72b0", label="measured std of q·k / √d_k")
+    ax.axhline(1.0, color="#4c72b0", lw=0.8, ls=":")
+    ax.set_yscale("log", base=2)
+    _log2_axis(ax, d_ks)
+    ax.set_ylabel("standard deviation of the score")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_scaling_view(view: ScalingView, axes=None):
+    """Two panels: the scores of all queries (histogram) and the weights of a typical query."""
+    if axes is None:
+        axes = plt.subplots(1, 2, figsize=(9, 3), layout="constrained")[1]
+    spread = 4 * max(1.0, np.sqrt(view.d_k))  # the raw scores' range, with the scale on or off
+    axes[0].hist(view.scores.ravel(), bins=np.linspace(-spread, spread, 81), color="#c44e52"
+                 if not view.scale else "#4c72b0")
+    axes[0].set_xlim(-spread, spread)
+    axes[0].set_xlabel("score" + (" q·k / √d_k" if view.scale else " q·k"))
+    axes[0].set_ylabel("count")
+    axes[0].set_title(f"d_k = {view.d_k}: scores, std {view.stats.score_std:.2f}")
+    weights = view.weights[view.shown]
+    keys = np.arange(len(weights))
+    axes[1].bar(keys, weights, color="#c44e52" if not view.scale else "#4c72b0")
+    axes[1].axhline(1 / len(weights), color="0.5", lw=0.8, ls=":", label="uniform")
+    axes[1].set_ylim(0, 1)
+    axes[1].set_xlabel("key")
+    axes[1].set_ylabel("weight")
+    axes[1].set_title(f"a typical query: max weight {weights.max():.2f}, "
+                      + ("÷√d_k" if view.scale else "not scaled"))
+    axes[1].legend(fontsize=8, loc="upper right")
+    return axes
+
+
+def plot_scaling_sweep(sweep: Sweep, axes=None):
+    """Three panels against d_k, without and with ÷√d_k: max weight, entropy, size of ∂p/∂z."""
+    if axes is None:
+        axes = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained")[1]
+    d_ks, n = np.array(sweep.d_ks), sweep.n_keys
+    styles = (("without ÷√d_k", sweep.raw, "#c44e52", "o-"), ("with ÷√d_k", sweep.scaled, "#4c72b0", "s-"))
+    for label, stats, colour, marker in styles:
+        axes[0].plot(d_ks, [s.max_weight for s in stats], marker, color=colour, label=label)
+        axes[1].plot(d_ks, [s.entropy for s in stats], marker, color=colour, label=label)
+        lo, hi = np.array([s.jacobian_quartiles for s in stats]).T
+        axes[2].plot(d_ks, [s.jacobian_norm for s in stats], marker, color=colour, label=label)
+        axes[2].fill_between(d_ks, lo, hi, color=colour, alpha=0.15)
+    axes[0].axhline(1.0, color="0.5", lw=0.8, ls=":")
+    axes[0].axhline(1 / n, color="0.5", lw=0.8, ls="--", label=f"uniform (1/{n})")
+    axes[0].set_ylim(0, 1.05)
+    axes[0].set_ylabel("mean largest weight")
+    axes[0].set_title("how one-hot?")
+    axes[1].axhline(np.log(n), color="0.5", lw=0.8, ls="--", label=f"uniform (log {n})")
+    axes[1].set_ylim(0, np.log(n) * 1.1)
+    axes[1].set_ylabel("mean entropy (nats)")
+    axes[1].set_title("how spread out?")
+    axes[2].set_yscale("log")
+    axes[2].set_ylabel("median ‖∂p/∂z‖ (band: quartiles)")
+    axes[2].set_title("how much gradient passes?")
+    for ax in axes:
+        _log2_axis(ax, d_ks)
+        ax.legend(fontsize=8)
+    return axes

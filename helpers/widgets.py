@@ -14,7 +14,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .calculator import lookup_steps, parse_matrix, steps_html
-from .plots import figure_png, plot_lookup
+from .plots import figure_png, plot_lookup, plot_scaling_view
+from .scaling import scaling_view, view_summary
 
 
 class WithFallback:
@@ -58,3 +59,32 @@ def attention_calculator(q, k, v, tokens) -> WithFallback:
     fig, axes = plt.subplots(1, 3, figsize=(10, 3), layout="constrained")
     plot_lookup(lookup_steps(q, k, v, 0, tokens), axes)
     return WithFallback(ui, figure_png(fig))
+
+
+# Lesson 03: the d_k slider and the √d_k switch.
+
+
+def scaling_explorer(d_k: int = 64, scale: bool = False, n_keys: int = 16, seed: int = 0) -> WithFallback:
+    """Slide d_k from 2 to 512 and switch ÷√d_k on and off: scores, weights and their numbers."""
+    widths = [2**i for i in range(1, 10)]
+    slider = W.SelectionSlider(options=widths, value=d_k if d_k in widths else 64, description="d_k",
+                               continuous_update=False)
+    switch = W.Checkbox(value=scale, description="divide by √d_k")
+    picture, numbers = W.Image(format="png"), W.HTML()
+
+    def draw(width: int, on: bool) -> tuple[bytes, str]:
+        view = scaling_view(width, on, n_keys=n_keys, seed=seed)
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3), layout="constrained")
+        plot_scaling_view(view, axes)
+        return figure_png(fig), view_summary(view)
+
+    def update(_=None) -> bytes:
+        png, text = draw(slider.value, switch.value)
+        picture.value, numbers.value = png, f"<p>{text}</p>"
+        return png
+
+    for control in (slider, switch):
+        control.observe(update, names="value")
+    first = update()
+    ui = W.VBox([W.HBox([slider, switch]), picture, numbers])
+    return WithFallback(ui, first)

@@ -3,12 +3,16 @@ and, when it fails, names the likely mistake."""
 
 from .core import CheckFailed, expect_close, fresh_seeds, quiet
 from .lookup import check_attention, check_self_attention, check_softmax
+from .scaling import check_entropy, check_score_std, check_softmax_jacobian
 
 __all__ = [
     "CheckFailed",
     "check_attention",
+    "check_entropy",
+    "check_score_std",
     "check_self_attention",
     "check_softmax",
+    "check_softmax_jacobian",
     "expect_close",
     "fresh_seeds",
     "quiet",

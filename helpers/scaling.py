@@ -1,0 +1,191 @@
+"""Why attention divides its scores by √d_k: reference answers and the measurements of lesson 03.
+
+The reference functions (``score_std``, ``softmax_jacobian``, ``entropy``) are what the
+checks compare against. The measurement functions draw random queries and keys, as at
+initialisation, and report how peaked the softmax is and how large its Jacobian is, with and
+without the scale; the lesson's figures, table and widget show their results.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .attention import softmax
+
+# A softmax Jacobian whose Frobenius norm is below this counts as "stalled": the gradient that
+# reaches the scores is at most this fraction of the gradient that reaches the weights.
+STALLED = 1e-2
+
+
+def score_std(d_k: int, n_pairs: int = 10_000, seed: int = 0) -> float:
+    """Sample standard deviation of q·k over ``n_pairs`` pairs q, k ~ N(0, I) of width d_k."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n_pairs, d_k))  # (n_pairs, d_k)
+    k = rng.standard_normal((n_pairs, d_k))  # (n_pairs, d_k)
+    scores = np.einsum("nd,nd->n", q, k)  # (n_pairs,) one dot product per pair
+    return float(scores.std(ddof=1))
+
+
+def softmax_jacobian(p) -> np.ndarray:
+    """∂p_i/∂z_j = p_i(δ_ij − p_j) for probabilities p (n,) = softmax(z); returns (n, n)."""
+    p = np.asarray(p, dtype=float)
+    return np.diag(p) - np.outer(p, p)
+
+
+def entropy(p, axis: int = -1) -> np.ndarray:
+    """Shannon entropy −Σ p log p in nats along ``axis``, with 0·log 0 = 0 (no NaN, no warning)."""
+    p = np.asarray(p, dtype=float)
+    safe = np.where(p > 0, p, 1.0)  # log(1) = 0, so zero entries add nothing and log never sees 0
+    return -np.sum(p * np.log(safe), axis=axis)
+
+
+def measure_score_std(d_ks: Sequence[int], n_pairs: int = 10_000, seed: int = 0,
+                      score_std: Callable = score_std) -> np.ndarray:
+    """``score_std(d_k, n_pairs, seed)`` for each d_k (any implementation); returns (len(d_ks),)."""
+    return np.array([float(score_std(int(d), n_pairs=n_pairs, seed=seed)) for d in d_ks])
+
+
+def random_scores(d_k: int, n_queries: int = 500, n_keys: int = 16, seed: int = 0) -> np.ndarray:
+    """Raw scores q·k of random queries, each against its own n_keys random keys: (n_queries, n_keys)."""
+    rng = np.random.default_rng([seed, d_k])  # reproducible, and independent across d_k
+    q = rng.standard_normal((n_queries, d_k))  # (n_queries, d_k)
+    k = rng.standard_normal((n_queries, n_keys, d_k))  # (n_queries, n_keys, d_k)
+    return np.einsum("qd,qkd->qk", q, k)  # (n_queries, n_keys)
+
+
+@dataclass(frozen=True)
+class SoftmaxStats:
+    """How peaked the softmax of a batch of scores is, and how large its Jacobian is."""
+
+    d_k: int
+    scale: bool  # were the scores divided by √d_k?
+    score_std: float  # spread of the scores that enter the softmax
+    max_weight: float  # mean over queries of the largest weight (1 = one-hot)
+    entropy: float  # mean over queries, in nats (log n_keys = uniform)
+    jacobian_norm: float  # median over queries of the Frobenius norm of ∂p/∂z
+    jacobian_quartiles: tuple[float, float]  # 25th and 75th percentiles of that norm
+    stalled: float  # fraction of queries whose Jacobian norm is below STALLED
+
+
+def softmax_stats(raw_scores, d_k: int, scale: bool, entropy: Callable = entropy,
+                  softmax_jacobian: Callable = softmax_jacobian) -> SoftmaxStats:
+    """Statistics of softmax(raw_scores / √d_k if scale) over the rows of raw_scores (n_queries, n_keys).
+
+    ``entropy`` and ``softmax_jacobian`` may be a learner's own implementations.
+    """
+    scores = np.asarray(raw_scores, dtype=float) / (math.sqrt(d_k) if scale else 1.0)
+    weights = softmax(scores, axis=-1)  # (n_queries, n_keys)
+    norms = np.array([np.linalg.norm(np.asarray(softmax_jacobian(p), dtype=float)) for p in weights])
+    q25, median, q75 = np.quantile(norms, [0.25, 0.5, 0.75])
+    return SoftmaxStats(
+        d_k=int(d_k),
+        scale=bool(scale),
+        score_std=float(scores.std()),
+        max_weight=float(weights.max(axis=-1).mean()),
+        entropy=float(np.mean(entropy(weights, axis=-1))),
+        jacobian_norm=float(median),
+        jacobian_quartiles=(float(q25), float(q75)),
+        stalled=float(np.mean(norms < STALLED)),
+    )
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """``softmax_stats`` for each d_k, on the same random scores without and with the scale."""
+
+    d_ks: tuple[int, ...]
+    n_keys: int
+    raw: tuple[SoftmaxStats, ...]
+    scaled: tuple[SoftmaxStats, ...]
+
+
+def scaling_sweep(d_ks: Sequence[int], n_queries: int = 500, n_keys: int = 16, seed: int = 0,
+                  entropy: Callable = entropy, softmax_jacobian: Callable = softmax_jacobian) -> Sweep:
+    """Measure the softmax of random scores without and with ÷√d_k for every d_k in ``d_ks``."""
+    raw, scaled = [], []
+    for d_k in d_ks:
+        scores = random_scores(int(d_k), n_queries, n_keys, seed)  # (n_queries, n_keys)
+        raw.append(softmax_stats(scores, int(d_k), False, entropy, softmax_jacobian))
+        scaled.append(softmax_stats(scores, int(d_k), True, entropy, softmax_jacobian))
+    return Sweep(tuple(int(d) for d in d_ks), n_keys, tuple(raw), tuple(scaled))
+
+
+def sweep_table(sweep: Sweep) -> str:
+    """The sweep as a plain-text table: one line per d_k, "without → with" the scale."""
+    head = (f"{'d_k':>5} | {'score std':>14} | {'max weight':>14} | {'entropy (nats)':>14} | "
+            f"{'median ‖J‖':>16} | {'stalled':>12}")
+    lines = [head, "-" * len(head)]
+    for r, s in zip(sweep.raw, sweep.scaled):
+        lines.append(f"{r.d_k:>5} | {r.score_std:>6.2f} → {s.score_std:<5.2f} | "
+                     f"{r.max_weight:>6.3f} → {s.max_weight:<5.3f} | "
+                     f"{r.entropy:>6.3f} → {s.entropy:<5.3f} | "
+                     f"{r.jacobian_norm:>7.4f} → {s.jacobian_norm:<6.4f} | "
+                     f"{r.stalled:>4.0%} → {s.stalled:<4.0%}")
+    lines.append(f"({sweep.n_keys} keys per query; uniform weights would have entropy "
+                 f"log {sweep.n_keys} = {math.log(sweep.n_keys):.3f} nats and max weight "
+                 f"{1 / sweep.n_keys:.3f}; stalled = ‖J‖ < {STALLED:g})")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ScalingView:
+    """What the lesson 03 widget shows for one d_k and one setting of the scale switch."""
+
+    d_k: int
+    scale: bool
+    scores: np.ndarray  # (n_queries, n_keys) the scores that enter the softmax
+    weights: np.ndarray  # (n_queries, n_keys) their softmax
+    stats: SoftmaxStats
+    shown: int  # the query on display: the median one by its largest weight without the scale
+
+
+def scaling_view(d_k: int, scale: bool, n_queries: int = 500, n_keys: int = 16,
+                 seed: int = 0) -> ScalingView:
+    """Random scores for width d_k, divided by √d_k if ``scale``, their softmax and its statistics."""
+    if int(d_k) < 1:
+        raise ValueError(f"d_k must be a positive integer, got {d_k}")
+    raw = random_scores(int(d_k), n_queries, n_keys, seed)  # (n_queries, n_keys)
+    scores = raw / (math.sqrt(d_k) if scale else 1.0)
+    peak = softmax(raw, axis=-1).max(axis=-1)  # (n_queries,) the same ranking with the scale on or off
+    shown = int(np.argsort(peak)[len(peak) // 2])  # a typical query, not a lucky or an unlucky one
+    return ScalingView(int(d_k), bool(scale), scores, softmax(scores, axis=-1),
+                       softmax_stats(raw, int(d_k), scale), shown)
+
+
+def view_summary(view: ScalingView) -> str:
+    """One line of the numbers behind a ``ScalingView``."""
+    s, n = view.stats, view.weights.shape[1]
+    how = "q·k / √d_k" if view.scale else "q·k (not scaled)"
+    return (f"d_k = {view.d_k}, scores {how}: std {s.score_std:.2f} · mean max weight "
+            f"{s.max_weight:.3f} · mean entropy {s.entropy:.2f} of log {n} = {math.log(n):.2f} nats · "
+            f"median ‖J‖ {s.jacobian_norm:.2g} · stalled {s.stalled:.0%}")
+
+
+@dataclass(frozen=True)
+class InitSpread:
+    """Spreads measured through freshly initialised ``nn.Linear`` projections."""
+
+    component_std: float  # std of one component of q = x W_Q
+    score_std: float  # std of q·k
+    scaled_score_std: float  # std of q·k / √d_k
+
+
+def init_spread(d_model: int = 512, d_k: int = 64, n_tokens: int = 2048, seed: int = 0) -> InitSpread:
+    """Project unit-variance tokens x (n_tokens, d_model) with PyTorch's default ``nn.Linear`` init."""
+    import torch  # only this measurement needs torch; keep the rest of the module light
+
+    with torch.random.fork_rng():  # leave the caller's global torch RNG untouched
+        torch.manual_seed(seed)
+        w_q = torch.nn.Linear(d_model, d_k, bias=False)
+        w_k = torch.nn.Linear(d_model, d_k, bias=False)
+        x = torch.randn(n_tokens, d_model)  # (n, d_model)
+        with torch.no_grad():
+            q, k = w_q(x), w_k(x)  # (n, d_k) each
+            scores = q @ k.T  # (n, n)
+            off_diagonal = ~torch.eye(n_tokens, dtype=torch.bool)  # a token against the others
+            raw = scores[off_diagonal]
+    return InitSpread(float(q.std()), float(raw.std()), float(raw.std() / math.sqrt(d_k)))
