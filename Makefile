@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 
-.PHONY: setup lab test release build lint clean
+.PHONY: setup lab test release build lint slides grade clean
 
 setup: $(STAMP)
 
@@ -29,6 +29,17 @@ build: setup
 
 release: setup
 	$(BIN)/python -m helpers.build release
+
+# Offline reveal.js decks of every lesson, executed from the solution notebooks: build/slides/
+slides: build
+	$(BIN)/python -m helpers.slides build/slides
+
+# Autograde a class: make grade LESSON=02_attention_lookup SUBMISSIONS=path/to/submissions
+# (nbgrader's submitted/ layout or a flat folder of downloaded .ipynb/.zip files). Results in grading/.
+WORKERS ?= 2
+grade: build
+	@test -n "$(LESSON)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LESSON=NN_topic SUBMISSIONS=folder"; exit 2; }
+	$(BIN)/python -m helpers.autograde $(LESSON) $(SUBMISSIONS) --workers $(WORKERS)
 
 lint: setup
 	$(BIN)/ruff check helpers tests solutions

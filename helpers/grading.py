@@ -4,6 +4,7 @@ preprocessor that keeps hidden tests out of feedback."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ COURSE_ID = "attention-from-scratch"
 # Generous per-cell limit: a grade cell may train a small model for a few seconds.
 CELL_TIMEOUT_S = 300
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+_REMOTE_SCRIPT = re.compile(r'<script[^>]*\ssrc="(https?:)?//[^"]*"[^>]*>.*?</script>\s*', re.S)
 
 
 class StripGradeTracebacks(NbGraderPreprocessor):
@@ -31,6 +33,15 @@ class StripGradeTracebacks(NbGraderPreprocessor):
                 if out.get("output_type") == "error":
                     out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
         return cell, resources
+
+
+def offline_feedback(page: Path) -> None:
+    """Drop the scripts a feedback page would load from the network (nbgrader's template pulls
+    MathJax from a CDN); formulas then show as their TeX source, everything else is unchanged."""
+    text = page.read_text()
+    cleaned = _REMOTE_SCRIPT.sub("", text)
+    if cleaned != text:
+        page.write_text(cleaned)
 
 
 def configure(c: Config, root: str | Path) -> Config:
