@@ -8,9 +8,11 @@ Modules, by what a learner looks for:
 - ``calculator``  the step-by-step attention lookup behind the lesson 02 widget
 - ``sentiment``   the course-review sentiment task of lesson 01
 - ``scaling``     lesson 03: the √d_k argument measured (score spread, softmax saturation)
+- ``positional``  lesson 05: sinusoidal encoding and RoPE references, their figures and widget
 - ``plots``       figures (each takes ``ax=None`` and returns the Axes)
 - ``widgets``     thin ipywidgets wrappers with a static fallback
 - ``build``       ``python -m helpers.build``: solution notebooks and student release
 - ``grading``     nbgrader settings and the preprocessor that keeps hidden tests out of feedback
 - ``autograde``   ``python -m helpers.autograde``: grade a class in parallel, CSV and summary
+- ``warmkernel``  kernels forked from a process that imported the libraries once (fast grading)
 """

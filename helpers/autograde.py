@@ -181,13 +181,32 @@ def unreadable_reason(path: Path) -> str | None:
 # ------------------------------------------------------------------ grading in workers
 
 
-def _worker(lesson: str, root: Path, students: list[str], timeout: int | None) -> dict:
-    """Autograde ``students`` in the course root ``root``; returns {student: error or ""}."""
+def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
+            warm: bool = True) -> dict:
+    """Autograde ``students`` in the course root ``root``; returns {student: error or ""}.
+
+    With ``warm``, kernels are forked from a server that has imported the course's libraries
+    once (``helpers.warmkernel``) instead of starting cold for every notebook.
+    """
     api = course_api(root, timeout)
+    server = None
+    if warm and students:
+        from .warmkernel import KERNEL_NAME, WarmServer
+
+        server = WarmServer.start(Path(root) / ".warm")
+        spec_dir = server.kernelspec(Path(root) / ".warm" / "share")
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(
+            p for p in (str(spec_dir), os.environ.get("JUPYTER_PATH", "")) if p)
+        api.config.Execute.kernel_name = KERNEL_NAME
+        api = type(api)(config=api.config)
     outcome = {}
-    for student in students:
-        result = api.autograde(lesson, student, force=True, create=True)
-        outcome[student] = "" if result["success"] else _failure_reason(result.get("log", ""))
+    try:
+        for student in students:
+            result = api.autograde(lesson, student, force=True, create=True)
+            outcome[student] = "" if result["success"] else _failure_reason(result.get("log", ""))
+    finally:
+        if server is not None:
+            server.stop()
     return outcome
 
 
@@ -219,10 +238,10 @@ def _failure_reason(log: str) -> str:
 
 
 def _run_workers(lesson: str, root: Path, students: list[str], workers: int,
-                 timeout: int | None) -> dict[str, str]:
+                 timeout: int | None, warm: bool = True) -> dict[str, str]:
     """Split the class over ``workers`` processes, each with its own copy of the gradebook."""
     if workers <= 1 or len(students) <= 1:
-        return _worker(lesson, root, students, timeout)
+        return _worker(lesson, root, students, timeout, warm)
     shares = [students[i::workers] for i in range(workers)]
     procs = []
     for i, share in enumerate(s for s in shares if s):
@@ -233,7 +252,8 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int,
         for student in share:
             (wroot / "submitted" / student).symlink_to((root / "submitted" / student).resolve())
         args = [sys.executable, "-m", "helpers.autograde", "--worker", lesson, str(wroot),
-                *(["--timeout", str(timeout)] if timeout else []), "--students", *share]
+                *(["--timeout", str(timeout)] if timeout else []), *([] if warm else ["--cold"]),
+                "--students", *share]
         procs.append((wroot, share, subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
                                                      stderr=subprocess.DEVNULL, text=True)))
     outcome: dict[str, str] = {}
@@ -342,7 +362,7 @@ def fake_class(lesson: str, folder: Path, n: int, broken: dict[str, str] | None 
 
 def grade_class(lesson: str, submissions: Path, root: Path = ROOT / "grading", workers: int = 2,
                 pattern: str = DEFAULT_PATTERN, timeout: int | None = None,
-                feedback: bool = True) -> ClassReport:
+                feedback: bool = True, warm: bool = True) -> ClassReport:
     """Import, autograde (in parallel), record failures as zeros, feedback, export; a report."""
     from nbgrader.api import Gradebook
 
@@ -366,7 +386,7 @@ def grade_class(lesson: str, submissions: Path, root: Path = ROOT / "grading", w
             report.failed[student] = why
         else:
             gradable.append(student)
-    for student, error in _run_workers(lesson, root, gradable, workers, timeout).items():
+    for student, error in _run_workers(lesson, root, gradable, workers, timeout, warm).items():
         if error:
             report.failed[student] = error
     for student, why in report.failed.items():
@@ -424,6 +444,25 @@ def export(lesson: str, root: Path) -> tuple[Path, Path]:
     return grades_csv, summary_csv
 
 
+def benchmark(lesson: str, n: int, configs=((1, False), (2, True))) -> list[tuple[str, float]]:
+    """Grade the same generated class of ``n`` under each (workers, warm); notebooks per minute."""
+    import tempfile
+
+    rates = []
+    with tempfile.TemporaryDirectory() as tmp:
+        fake_class(lesson, Path(tmp) / "class", n)
+        for workers, warm in configs:
+            root = Path(tmp) / f"root_{workers}_{warm}"
+            prepare(lesson, root)  # recording the lesson is paid once per course, not timed
+            report = grade_class(lesson, Path(tmp) / "class", root, workers, feedback=False, warm=warm)
+            label = f"{workers} worker{'s' if workers > 1 else ''}, {'warm' if warm else 'cold'} kernels"
+            rates.append((label, 60.0 * n / report.seconds))
+            print(f"{label:>28}: {report.seconds:6.1f} s for {n} notebooks = {rates[-1][1]:5.1f} per minute",
+                  flush=True)
+    print(f"speed-up: {rates[-1][1] / rates[0][1]:.2f}x")
+    return rates
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Autograde a class's submissions of one lesson.")
     parser.add_argument("lesson")
@@ -435,17 +474,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="regex with a named group student_id, for a flat folder of downloads")
     parser.add_argument("--timeout", type=int, help="seconds per cell (default: nbgrader_config.py)")
     parser.add_argument("--no-feedback", action="store_true")
+    parser.add_argument("--cold", action="store_true",
+                        help="start every kernel from scratch instead of forking warm kernels")
+    parser.add_argument("--benchmark", type=int, metavar="N",
+                        help="grade a generated class of N twice (1 cold worker vs WORKERS warm) and "
+                             "print notebooks per minute")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--students", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:  # internal: one worker's share, result as one JSON line on stdout
-        outcome = _worker(args.lesson, Path(args.submissions), args.students, args.timeout)
+        outcome = _worker(args.lesson, Path(args.submissions), args.students, args.timeout,
+                          warm=not args.cold)
         print(json.dumps(outcome))
+        return 0
+    if args.benchmark:
+        benchmark(args.lesson, args.benchmark, ((1, False), (args.workers, True)))
         return 0
     if args.submissions is None:
         parser.error("give the folder of submissions")
     report = grade_class(args.lesson, args.submissions, args.root, args.workers, args.pattern,
-                         args.timeout, feedback=not args.no_feedback)
+                         args.timeout, feedback=not args.no_feedback, warm=not args.cold)
     print("\n".join(report.lines()))
     print(f"gradebook: {args.root / 'gradebook.db'}; grades: {args.root / 'grades.csv'}; "
           f"per grade cell: {args.root / f'summary_{args.lesson}.csv'}; feedback: {args.root / 'feedback'}")

@@ -1,0 +1,254 @@
+"""Warm kernels for grading: start each notebook's kernel in milliseconds instead of seconds.
+
+Grading a notebook starts a fresh Python kernel, and most of its time goes into starting
+Python and importing NumPy, PyTorch and Matplotlib — the same work for every submission. A
+*warm server* does that work once, then forks one child per kernel: the child starts from
+the already-imported modules and becomes an ordinary, independent ipykernel.
+
+    server = WarmServer.start(folder)      # imports once, listens on folder/warm.sock
+    spec_dir = server.kernelspec(folder)   # kernelspec "python3-warm" for nbgrader / nbclient
+    ...                                    # Execute.kernel_name = "python3-warm"
+    server.stop()
+
+What Jupyter launches is a tiny client (``python -m helpers.warmkernel client CONNECTION``):
+it hands its working directory, environment and standard streams to the server, which forks
+the kernel; the client then stands in for the kernel process — it forwards interrupts and
+exits with the kernel's exit code — so timeouts, interrupts and dead kernels behave exactly
+as with a normal kernel. If the client is killed, the server kills its kernel.
+
+Each child re-seeds Python's, NumPy's and PyTorch's random generators from the OS, as a
+fresh process would be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KERNEL_NAME = "python3-warm"
+PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "torch", "ipywidgets", "ipykernel.kernelapp",
+           "helpers.checks", "helpers.quiz", "helpers.plots", "helpers.widgets")
+
+
+def _send(sock: socket.socket, obj: dict, fds: list[int] | None = None) -> None:
+    data = json.dumps(obj).encode()
+    payload = struct.pack("!I", len(data)) + data
+    if fds:
+        socket.send_fds(sock, [payload], fds)
+    else:
+        sock.sendall(payload)
+
+
+def _recv(sock: socket.socket, with_fds: bool = False):
+    if with_fds:
+        head, fds, _, _ = socket.recv_fds(sock, 4, 3)
+    else:
+        head, fds = sock.recv(4), []
+    if len(head) < 4:
+        return None, fds
+    (size,) = struct.unpack("!I", head)
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            return None, fds
+        data += chunk
+    return json.loads(data), fds
+
+
+# ------------------------------------------------------------------ the server
+
+
+def serve(sock_path: str) -> None:
+    """Import once, then fork one kernel per request; runs until terminated."""
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock_path)
+    listener.listen(64)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    while True:
+        conn, _ = listener.accept()
+        request, fds = _recv(conn, with_fds=True)
+        if request is None:
+            conn.close()
+            continue
+        if os.fork() == 0:  # a watcher per kernel; the kernel is its child
+            listener.close()
+            kernel = os.fork()
+            if kernel == 0:
+                conn.close()
+                _become_kernel(request, fds)
+            for fd in fds:
+                os.close(fd)
+            _watch(conn, kernel)
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        _reap()
+
+
+def _become_kernel(request: dict, fds: list[int]) -> None:
+    for target, fd in zip((0, 1, 2), fds):
+        os.dup2(fd, target)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.setpgid(0, 0)
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed()
+    np.random.seed(int.from_bytes(os.urandom(4), "little"))
+    torch.seed()
+    from ipykernel.kernelapp import IPKernelApp
+
+    sys.argv = ["ipykernel_launcher", "-f", request["connection_file"]]
+    if os.environ.get("JPY_PARENT_PID"):  # read at import (in the server), so pass it on here
+        sys.argv.append(f"--IPKernelApp.parent_handle={os.environ['JPY_PARENT_PID']}")
+    try:
+        IPKernelApp.launch_instance(argv=sys.argv[1:])
+    finally:
+        os._exit(0)
+
+
+def _watch(conn: socket.socket, pid: int) -> None:
+    """Tell the client how the kernel ended; if the client disappears first, end the kernel."""
+    _send(conn, {"pid": pid})
+    conn.setblocking(False)
+    code = None
+    while code is None:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            break
+        try:
+            if conn.recv(1) == b"":  # the client is gone
+                os.kill(pid, signal.SIGKILL)
+        except BlockingIOError:
+            pass
+        except OSError:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+    try:
+        conn.setblocking(True)
+        _send(conn, {"exit": code})
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+# ------------------------------------------------------------------ the client
+
+
+def client(connection_file: str) -> int:
+    """Stand in for the kernel process that the server forks for ``connection_file``."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(os.environ["WARM_KERNEL_SOCKET"])
+    env = {k: v for k, v in os.environ.items() if k != "WARM_KERNEL_SOCKET"}
+    _send(sock, {"connection_file": os.path.abspath(connection_file), "cwd": os.getcwd(),
+                 "env": env}, fds=[0, 1, 2])
+    first, _ = _recv(sock)
+    if not first or "pid" not in first:
+        return 1
+    kernel = first["pid"]
+
+    def forward(signum, _frame):
+        try:
+            os.kill(kernel, signum)
+        except ProcessLookupError:
+            pass
+        if signum == signal.SIGTERM:
+            sys.exit(143)
+
+    signal.signal(signal.SIGINT, forward)
+    signal.signal(signal.SIGTERM, forward)
+    while True:
+        try:
+            message, _ = _recv(sock)
+            break
+        except InterruptedError:
+            continue
+    code = (message or {}).get("exit", 1)
+    return code if code >= 0 else 128 - code
+
+
+# ------------------------------------------------------------------ starting and stopping
+
+
+class WarmServer:
+    """A running warm server and the kernelspec that uses it."""
+
+    def __init__(self, process: subprocess.Popen, sock_path: Path):
+        self.process, self.sock_path = process, sock_path
+
+    @classmethod
+    def start(cls, folder: Path, timeout: float = 60.0) -> WarmServer:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        sock_path = folder / "warm.sock"
+        if sock_path.exists():
+            sock_path.unlink()
+        process = subprocess.Popen([sys.executable, "-m", "helpers.warmkernel", "serve",
+                                    str(sock_path)], stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while not sock_path.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError("the warm kernel server did not start")
+            time.sleep(0.05)
+        return cls(process, sock_path)
+
+    def kernelspec(self, folder: Path) -> Path:
+        """Write a kernelspec directory ``folder/kernels/python3-warm``; put ``folder`` on
+        JUPYTER_PATH to use it. Returns ``folder``."""
+        spec = Path(folder) / "kernels" / KERNEL_NAME
+        spec.mkdir(parents=True, exist_ok=True)
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-m", "helpers.warmkernel", "client", "{connection_file}"],
+            "display_name": "Python 3 (warm, for grading)",
+            "language": "python",
+            "interrupt_mode": "signal",
+            "env": {"WARM_KERNEL_SOCKET": str(self.sock_path)},
+        }, indent=1))
+        return Path(folder)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        if self.sock_path.exists():
+            self.sock_path.unlink()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["serve"]:
+        serve(sys.argv[2])
+    elif sys.argv[1:2] == ["client"]:
+        sys.exit(client(sys.argv[2]))
+    else:
+        sys.exit("usage: python -m helpers.warmkernel serve SOCKET | client CONNECTION_FILE")
