@@ -8,6 +8,7 @@ Modules, by what a learner looks for:
 - ``calculator``  the step-by-step attention lookup behind the lesson 02 widget
 - ``sentiment``   the course-review sentiment task of lesson 01
 - ``scaling``     lesson 03: the √d_k argument measured (score spread, softmax saturation)
+- ``masking``     lesson 04: causal and padding masks, the KV cache, the n² bill measured
 - ``positional``  lesson 05: sinusoidal encoding and RoPE references, their figures and widget
 - ``plots``       figures (each takes ``ax=None`` and returns the Axes)
 - ``widgets``     thin ipywidgets wrappers with a static fallback

@@ -70,16 +70,23 @@ class ClassReport:
 # ------------------------------------------------------------------ the course root
 
 
-def course_api(root: Path, timeout: int | None = None):
-    """An NbGraderAPI for a grading root whose sources are this repository's solutions."""
+def course_api(root: Path, timeout: int | None = None, exchange: Path | None = None,
+               kernel_name: str | None = None):
+    """An NbGraderAPI for a grading root whose sources are this repository's solutions.
+
+    ``exchange`` is the folder nbgrader's exchange hands assignments and feedback through
+    (default: ``root/exchange``); ``kernel_name`` overrides the kernel that runs submissions.
+    """
     from nbgrader.apps import NbGraderAPI
 
     config = configure(Config(), root)
     config.CourseDirectory.source_directory = str(ROOT / "solutions")
     config.CourseDirectory.release_directory = str(Path(root).resolve() / "release")
-    config.Exchange.root = str(Path(root).resolve() / "exchange")  # only used to hand work back
+    config.Exchange.root = str(Path(exchange or Path(root) / "exchange").resolve())
     if timeout is not None:
         config.Execute.timeout = timeout
+    if kernel_name is not None:
+        config.Execute.kernel_name = kernel_name
     return NbGraderAPI(config=config)
 
 
@@ -197,8 +204,7 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
         spec_dir = server.kernelspec(Path(root) / ".warm" / "share")
         os.environ["JUPYTER_PATH"] = os.pathsep.join(
             p for p in (str(spec_dir), os.environ.get("JUPYTER_PATH", "")) if p)
-        api.config.Execute.kernel_name = KERNEL_NAME
-        api = type(api)(config=api.config)
+        api = course_api(root, timeout, kernel_name=KERNEL_NAME)
     outcome = {}
     try:
         for student in students:

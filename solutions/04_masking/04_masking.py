@@ -1,0 +1,698 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Masking: padding, the future, and the n² bill
+#
+# **Promise:** by the end you can build the masks a Transformer needs, apply them where they
+# belong (on the scores, before the softmax), decode one token at a time with a key/value cache,
+# and say what full attention costs as the context grows.
+#
+# **You will**
+# - build a causal mask (exercise 1) and watch it change the worked example of lesson 02;
+# - see what goes wrong when the mask comes *after* the softmax;
+# - build padding masks for a batch of different lengths (exercise 2) and combine masks by
+#   broadcasting;
+# - meet the NaN of a query with no allowed key, fix it, and write attention under any mask
+#   (exercise 3);
+# - see that `nn.MultiheadAttention` reads boolean masks the other way round;
+# - decode with a key/value cache that grows by one row per step (exercise 4);
+# - count the bytes of the score matrices (exercise 5) and measure time and memory as `n` grows.
+#
+# **Time:** about 60 minutes. Each exercise is followed by a check cell: run it, and if it
+# fails, its message names the most likely mistake.
+#
+# **Conventions.** Masks are boolean and `True` means **may attend** (the convention of
+# `torch.nn.functional.scaled_dot_product_attention`). Positions are counted from 0, as in code.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from helpers import masking as reference
+from helpers.checks.core import as_array, expect_close, fresh_seeds, quiet
+from helpers.checks.masking import (
+    check_attention_matrix_bytes,
+    check_causal_attention_with_cache,
+    check_causal_mask,
+    check_masked_attention,
+    check_padding_mask,
+)
+from helpers.masking import (
+    best_time,
+    decode_trace,
+    measure_attention_cost,
+    plot_cost,
+    plot_mask,
+    plot_memory_growth,
+)
+from helpers.plots import plot_weights
+from helpers.quiz import check_choice, grade_choice
+
+torch.set_printoptions(precision=3, sci_mode=False)
+np.set_printoptions(precision=3, suppress=True)
+
+# %% [markdown]
+# ## The future must not leak
+#
+# A language model learns to predict every next token of a text. Training feeds it the whole
+# sentence in one pass and asks position `i` to predict token `i + 1`. If attention let
+# position `i` read position `i + 1`, the model would copy the answer instead of learning to
+# predict it — and at generation time that future token does not exist yet.
+#
+# The **causal mask** forbids it: query `i` may attend to keys `j ≤ i` only — itself and the
+# past. As a matrix (row = query, column = key) it is the lower triangle, diagonal included:
+
+# %%
+words = ["honestly", "the", "slides", "were", "very", "clear"]
+plot_mask(reference.causal_mask(len(words)), query_labels=words, key_labels=words,
+          title="causal mask: blue = may attend")
+plt.show()
+
+# %% [markdown]
+# **Exercise 1 (2 points).** Write `causal_mask(n)`: a torch **bool** tensor of shape `(n, n)`,
+# `True` where key `j ≤` query `i`. (`torch.tril` keeps the lower triangle of a matrix.)
+
+# %% nbgrader={"grade": false, "grade_id": "causal_mask", "locked": false, "schema_version": 3, "solution": true}
+def causal_mask(n):
+    """Bool (n, n): True where key j ≤ query i."""
+    ### BEGIN SOLUTION
+    return torch.tril(torch.ones(n, n, dtype=torch.bool))
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "causal_mask_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+check_causal_mask(causal_mask)
+### BEGIN HIDDEN TESTS
+for seed in fresh_seeds(2):
+    check_causal_mask(causal_mask, seed=seed, verbose=False)
+_n = int(np.random.default_rng(fresh_seeds(1)[0]).integers(20, 60))
+with quiet():
+    _m = causal_mask(_n)
+assert isinstance(_m, torch.Tensor) and _m.dtype == torch.bool, "causal_mask must return a torch bool tensor"
+assert torch.equal(_m, torch.ones(_n, _n).tril().bool()), \
+    f"causal_mask({_n}) must be True exactly where key j ≤ query i"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Mask the scores, before the softmax
+#
+# Back to lesson 02's three tokens *voltage, spike, alarm*. A blocked key must get weight
+# exactly 0, and the allowed keys must share all of the weight. Both happen if the blocked
+# **scores** are set to `−∞` before the softmax: `e^{−∞} = 0`, and the softmax renormalises over
+# what is left. (The cells of this lesson use the course's reference functions from
+# `helpers.masking`, so they run whether or not your exercises are done.)
+
+# %%
+tokens = ["voltage", "spike", "alarm"]
+Q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (n, d_k)
+K = Q.clone()  # (n, d_k): the same as Q here
+V = torch.tensor([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]])  # (n, d_v)
+allowed = reference.causal_mask(3)  # (n, n), True = may attend
+
+scores = Q @ K.T / math.sqrt(K.shape[1])  # (n, n), scaled by √d_k
+blocked = scores.masked_fill(~allowed, float("-inf"))  # forbidden scores -> -inf
+weights = torch.softmax(blocked, dim=-1)  # each row sums to 1 over its allowed keys
+print("scaled scores:\n", scores)
+print("after masking:\n", blocked)
+print("weights:\n", weights)
+print("output = weights @ V:\n", weights @ V)
+
+# %% [markdown]
+# Read the rows. *voltage* (row 0) may only see itself: weights `[1, 0, 0]`, so its output is
+# its own value `[10, 0]`. *spike* keeps the scores `[0, 0.707]` and gets weights
+# `[0.330, 0.670, 0]`. *alarm*, the last token, sees everything: its row is the same as in
+# lesson 02. Side by side with the unmasked weights:
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+plot_weights(torch.softmax(scores, dim=-1), tokens, tokens, ax=axes[0], title="no mask (lesson 02)")
+plot_weights(weights, tokens, tokens, ax=axes[1], title="causal mask")
+plt.show()
+
+# %% [markdown]
+# ### …not the weights, after it
+#
+# A tempting shortcut is to compute the usual softmax and then zero the blocked weights.
+# Two things break. The rows no longer sum to 1:
+
+# %%
+after = torch.softmax(scores, dim=-1) * allowed  # the mistake: mask the weights
+print("row sums, mask after the softmax: ", after.sum(dim=-1))
+print("row sums, mask before the softmax:", weights.sum(dim=-1))
+
+# %% [markdown]
+# And the future leaks in: the blocked keys still took their share of each row's normaliser.
+# Change only *alarm*'s key — a future token for *voltage* and *spike* — and look at *voltage*'s
+# weights:
+
+# %%
+K_changed = K.clone()
+K_changed[2] = torch.tensor([4.0, 4.0])  # only the last (future) token changes
+for name, weigh in [
+    ("mask after the softmax ", lambda s: torch.softmax(s, dim=-1) * allowed),
+    ("mask before the softmax", lambda s: torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)),
+]:
+    w_old = weigh(Q @ K.T / math.sqrt(2))[0]
+    w_new = weigh(Q @ K_changed.T / math.sqrt(2))[0]
+    print(f"{name}: voltage's weights {w_old.numpy()} -> {w_new.numpy()}")
+
+# %% [markdown]
+# With the mask after the softmax, *voltage*'s weights depend on a token it must not see; a
+# model trained that way learns from the future. Dividing the zeroed weights by their new row
+# sums would repair the numbers, but the standard is simpler: blocked **scores** become `−∞`,
+# before the softmax.
+
+# %% [markdown]
+# ## Batches of different lengths: padding masks
+#
+# Sentences have different lengths, but a batch is one tensor. Shorter sentences are padded with
+# a `<pad>` token up to the longest length `T`:
+
+# %%
+reviews = [["the", "exercises", "were", "useful"],
+           ["honestly", "the", "lecture", "was", "not", "boring"],
+           ["slides", "were", "clear"]]
+lengths = [len(r) for r in reviews]
+T = max(lengths)
+for r in reviews:
+    print(" ".join(f"{w:>9}" for w in r + ["<pad>"] * (T - len(r))))
+print("lengths:", lengths, " T =", T)
+
+# %% [markdown]
+# `<pad>` is not a word: no query should attend to it. A **padding mask** of shape `(B, T)` marks
+# the real tokens with `True`.
+#
+# **Exercise 2 (2 points).** Write `padding_mask(lengths, max_len)`: a torch bool tensor of shape
+# `(B, max_len)`, `True` at positions `< length` of each sequence. `lengths` may be a list or a
+# 1-D integer tensor (`torch.as_tensor` accepts both). Hint: compare `torch.arange(max_len)` as
+# a row with the lengths as a column, and let broadcasting do the rest.
+
+# %% nbgrader={"grade": false, "grade_id": "padding_mask", "locked": false, "schema_version": 3, "solution": true}
+def padding_mask(lengths, max_len):
+    """Bool (B, max_len): True at positions < length of each sequence."""
+    ### BEGIN SOLUTION
+    lengths = torch.as_tensor(lengths)  # (B,)
+    return torch.arange(max_len)[None, :] < lengths[:, None]  # (1, max_len) < (B, 1) -> (B, max_len)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "padding_mask_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+check_padding_mask(padding_mask)
+### BEGIN HIDDEN TESTS
+for seed in fresh_seeds(2):
+    check_padding_mask(padding_mask, seed=seed, verbose=False)
+_rng = np.random.default_rng(fresh_seeds(1)[0])
+_width = int(_rng.integers(8, 20))
+_lens = torch.as_tensor(_rng.integers(0, _width + 1, size=int(_rng.integers(5, 9))))  # int64, zeros possible
+with quiet():
+    _pm = padding_mask(_lens, _width)
+    _pm_list = padding_mask([int(x) for x in _lens], _width)
+for _got in (_pm, _pm_list):
+    assert isinstance(_got, torch.Tensor) and _got.dtype == torch.bool, "padding_mask must return a torch bool tensor"
+    assert torch.equal(_got, reference.padding_mask(_lens, _width)), \
+        f"padding_mask({_lens.tolist()}, {_width}) must be True exactly at positions < length"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Combining masks by broadcasting
+#
+# Attention needs a mask over **scores**, `(…, T_q, T_k)`. A padding mask says which *keys* are
+# real, the same for every head and every query: reshaped to `(B, 1, 1, T)` it broadcasts over
+# heads `H` and queries `T_q`. A causal mask `(T, T)` is the same for every sentence. Combined
+# with `&`, broadcasting gives one mask per sentence, `(B, 1, T, T)`: key `j` is allowed if it is
+# a real token **and** not in the future.
+
+# %%
+pad = reference.padding_mask(lengths, T)  # (B, T)
+keys_real = pad[:, None, None, :]  # (B, 1, 1, T): same for every head and every query
+both = keys_real & reference.causal_mask(T)  # (B, 1, 1, T) & (T, T) -> (B, 1, T, T)
+print(tuple(keys_real.shape), "&", (T, T), "->", tuple(both.shape))
+
+fig, axes = plt.subplots(1, 3, figsize=(13, 4), layout="constrained")
+for b, ax in enumerate(axes):
+    labels = reviews[b] + ["<pad>"] * (T - lengths[b])
+    plot_mask(both[b, 0], ax=ax, query_labels=labels, key_labels=labels,
+              title=f"sentence {b}: padding & causal")
+    ax.tick_params(axis="x", labelrotation=60)
+plt.show()
+
+# %% [markdown]
+# ### A row with no allowed key
+#
+# In the figure every query row keeps at least one blue cell: the first token is real and in no
+# one's future. That is not always so. With *left* padding (pads first, common when generating
+# for a batch), a pad at the start has only pads at or before it, all blocked; and some code blocks
+# the padded *queries* too (`pad[:, :, None] & pad[:, None, :]`: real query **and** real key). Then a
+# query row has no allowed key at all, and its softmax is over `−∞` only — `0 / 0`. The second
+# case:
+
+# %%
+torch.manual_seed(0)
+x = torch.randn(len(reviews), T, 4)  # (B, T, d): stand-ins for the token vectors
+pairs = pad[:, :, None] & pad[:, None, :]  # (B, T, T): real query and real key
+s = x @ x.transpose(-2, -1) / math.sqrt(4)  # (B, T, T)
+w_nan = torch.softmax(s.masked_fill(~pairs, float("-inf")), dim=-1)
+print("sentence 2 (3 real tokens), weights of the padded queries:\n", w_nan[2, 3:])
+
+# %% [markdown]
+# "Those rows are padding, the loss ignores them" — but a NaN does not stay where it is. Zeroing
+# the padded positions in the loss multiplies them by 0, and `0 · NaN` is still NaN:
+
+# %%
+real = pad[..., None]  # (B, T, 1): 1 for real tokens, 0 for padding
+print("0 * nan =", 0 * float("nan"))
+print("loss over the real tokens only:", ((w_nan @ x) * real).sum())
+w_zero = w_nan.nan_to_num(0.0)  # the fix: a row with no allowed key gets all-zero weights
+print("the same loss with the fix:    ", ((w_zero @ x) * real).sum())
+
+# %% [markdown]
+# The course's convention: **a query row with no allowed key gets all-zero weights and a zero
+# output, never NaN** — `nan_to_num(0.0)` after the softmax, or zero the rows where
+# `mask.any(dim=-1)` is False. Libraries disagree here: older PyTorch releases returned NaN from
+# `scaled_dot_product_attention` for such rows, recent ones return zeros, and a plain
+# `torch.softmax` still gives NaN, as above — so check what your version does before you rely on it.
+#
+# Replacing `−∞` by a large negative number such as `−1e9` avoids the NaN, but a row with no
+# allowed key then gets **equal** weights over keys it may not see:
+
+# %%
+print("with -1e9, sentence 2, padded query 3:", torch.softmax(s.masked_fill(~pairs, -1e9), dim=-1)[2, 3])
+
+# %% [markdown]
+# **Exercise 3 (4 points).** Write `masked_attention(q, k, v, mask=None)` for torch tensors
+# `q (…, n_q, d_k)`, `k (…, n_k, d_k)`, `v (…, n_k, d_v)` (any number of leading batch
+# dimensions, such as `(B, H)`), returning `(output (…, n_q, d_v), weights (…, n_q, n_k))`:
+# - scores `q kᵀ / √d_k` — on batched tensors transpose the last two dimensions,
+#   `k.transpose(-2, -1)` (`.T` reverses all of them);
+# - `mask` is bool, broadcastable to `(…, n_q, n_k)`, `True` = may attend; `None` = no mask;
+# - a query row with no allowed key gets zero weights and a zero output.
+
+# %% nbgrader={"grade": false, "grade_id": "masked_attention", "locked": false, "schema_version": 3, "solution": true}
+def masked_attention(q, k, v, mask=None):
+    """softmax(q kᵀ / √d_k) v under a bool mask (True = may attend): (output, weights)."""
+    ### BEGIN SOLUTION
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., n_q, n_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # blocked before the softmax
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # no allowed key -> zeros
+    return weights @ v, weights  # (..., n_q, d_v), (..., n_q, n_k)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "masked_attention_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
+check_masked_attention(masked_attention)
+### BEGIN HIDDEN TESTS
+for seed, shape in zip(fresh_seeds(3), [((), 3, 8, 2, 4), ((5,), 1, 4, 6, 6), ((2, 2, 2), 7, 3, 3, 1)]):
+    check_masked_attention(masked_attention, seed, *shape, verbose=False)
+_g = torch.Generator().manual_seed(fresh_seeds(1)[0])
+_q, _k, _v = (torch.randn(2, 4, 9, 16, generator=_g) for _ in range(3))  # (B, H, T, d)
+# Against PyTorch's own attention on a random mask, on the rows that have an allowed key
+# (on a row without one, sdpa has returned NaN in some versions).
+_mask = torch.rand(2, 1, 9, 9, generator=_g) < 0.5
+_mask[0, 0, 3] = False
+_live = _mask.expand(2, 4, 9, 9).any(-1).numpy()  # (B, H, T)
+with quiet():
+    _out, _w = masked_attention(_q, _k, _v, _mask)
+_out, _w = as_array(_out, "masked_attention output"), as_array(_w, "masked_attention weights")
+_want = F.scaled_dot_product_attention(_q, _k, _v, attn_mask=_mask).numpy()
+expect_close(_out[_live], _want[_live], "masked_attention (B, H, T, d) against torch's "
+             "scaled_dot_product_attention on rows with an allowed key", rtol=1e-3, atol=1e-5)
+expect_close(_w[~_live], np.zeros_like(_w[~_live]), "masked_attention weights of a fully masked row "
+             "(must be zeros, not NaN)")
+expect_close(_out[~_live], np.zeros_like(_out[~_live]), "masked_attention output of a fully masked "
+             "row (must be zeros, not NaN)")
+# Causality as a property: with a causal mask, changing tokens 6-8 leaves outputs 0-5 unchanged.
+_c = reference.causal_mask(9)
+_k2, _v2 = _k.clone(), _v.clone()
+_k2[..., 6:, :] = torch.randn(2, 4, 3, 16, generator=_g) * 5
+_v2[..., 6:, :] = torch.randn(2, 4, 3, 16, generator=_g) * 5
+with quiet():
+    _o1, _o2 = masked_attention(_q, _k, _v, _c)[0], masked_attention(_q, _k2, _v2, _c)[0]
+expect_close(as_array(_o2, "output")[..., :6, :], as_array(_o1, "output")[..., :6, :],
+             "masked_attention with a causal mask after changing tokens 6-8: outputs 0-5 must not change")
+# Padding (B, 1, 1, T) & causal (T, T), broadcast over the heads.
+_both = reference.padding_mask([9, 4], 9)[:, None, None, :] & _c
+with quiet():
+    _o, _ww = masked_attention(_q, _k, _v, _both)
+_ro, _rw = reference.masked_attention(_q, _k, _v, _both)
+expect_close(_ww, _rw, "masked_attention weights with a padding (B, 1, 1, T) & causal (T, T) mask")
+expect_close(_o, _ro, "masked_attention output with a padding (B, 1, 1, T) & causal (T, T) mask")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Your function on the worked example (it should print the rows `[1, 0, 0]` and
+# `[0.330, 0.670, 0]` again):
+
+# %%
+w_yours = masked_attention(Q, K, V, reference.causal_mask(3))[1]
+print(w_yours)
+
+# %% [markdown]
+# ### `nn.MultiheadAttention` reads masks the other way round
+#
+# PyTorch's `nn.MultiheadAttention` takes boolean masks where `True` means **not allowed**, both
+# for `attn_mask` and for `key_padding_mask` — the opposite of `scaled_dot_product_attention` and
+# of this course. Hand it the course's causal mask unchanged and see what it does:
+
+# %%
+torch.manual_seed(0)
+mha = torch.nn.MultiheadAttention(embed_dim=4, num_heads=1, bias=False, batch_first=True)
+x3 = torch.randn(1, 3, 4)  # (B, T, D)
+with torch.no_grad():
+    _, w_as_is = mha(x3, x3, x3, attn_mask=reference.causal_mask(3))  # course convention, unchanged
+    _, w_flipped = mha(x3, x3, x3, attn_mask=~reference.causal_mask(3))  # inverted for PyTorch
+print("course mask passed as is:\n", w_as_is[0])
+print("inverted (~mask):\n", w_flipped[0])
+
+# %% [markdown]
+# Passed as is, the mask blocks the past and the diagonal: each token sees only *later* tokens,
+# and the last token sees nothing at all — a NaN row. Inverted, it is the causal pattern. The
+# same numbers come out of the course's reference with the course's mask, once we apply
+# `nn.MultiheadAttention`'s own projections (it stores `W_Q`, `W_K`, `W_V` stacked and
+# transposed, like `nn.Linear`: `q = x Wᵀ`). The same goes for `key_padding_mask`:
+
+# %%
+w_q, w_k, w_v = mha.in_proj_weight.detach().chunk(3)  # each (D, D), stored transposed
+
+
+def project(x):
+    """MultiheadAttention's q, k, v for x (B, T, D)."""
+    return x @ w_q.T, x @ w_k.T, x @ w_v.T
+
+
+_, w_course = reference.masked_attention(*project(x3), reference.causal_mask(3))
+print("causal: course mask == MultiheadAttention with ~mask:", torch.allclose(w_course, w_flipped, atol=1e-6))
+
+x_pad = torch.randn(2, 3, 4)  # two sentences of lengths 3 and 2
+real_tokens = reference.padding_mask([3, 2], 3)  # (B, T), True = real token
+with torch.no_grad():
+    _, w_kpm = mha(x_pad, x_pad, x_pad, key_padding_mask=~real_tokens)  # True = ignore this key
+_, w_course_pad = reference.masked_attention(*project(x_pad), real_tokens[:, None, :])
+print("padding: course mask == MultiheadAttention with ~mask:", torch.allclose(w_course_pad, w_kpm, atol=1e-6))
+
+# %% [markdown]
+# ## Training in parallel, decoding one token at a time
+#
+# In **training** the whole target text is known, so one pass computes every position at once
+# under the causal mask. Because position `i` depends only on positions `≤ i`, its output is
+# exactly what it would be if the text stopped at `i`.
+#
+# In **generation** token `t + 1` does not exist until token `t` has been produced, so decoding
+# runs one position at a time. At step `t` the new token brings one query, one key and one value.
+# The keys and values of earlier tokens never change — under a causal mask nothing earlier looks
+# at later tokens — so they are kept in a **key/value cache** that grows by one row per step, and
+# the new query is compared with all of it. The worked example, decoded step by step:
+
+# %%
+for step in decode_trace(Q, K, V):
+    print(f"step {step.position}: cache holds {step.cache_length} key(s) -> weights "
+          f"{step.weights.numpy()}, output {step.output.numpy()}")
+
+# %% [markdown]
+# The weights are the rows of the causal weight matrix above, without the zeros: step by step or
+# in one masked pass, the numbers are the same.
+#
+# **Exercise 4 (3 points).** Write `causal_attention_with_cache(q, k, v)` for `q, k (…, n, d_k)`
+# and `v (…, n, d_v)`. Walk over the positions `t = 0 … n−1`: append `k[..., t:t+1, :]` and
+# `v[..., t:t+1, :]` to a key cache and a value cache (`torch.cat` along `dim=-2`), attend with the
+# single query `q[..., t:t+1, :]` to the caches, and keep its output row. Return the rows joined
+# into `(…, n, d_v)`. No mask is needed — the cache holds only what is allowed. The result must
+# equal `masked_attention` with `causal_mask(n)`, computed without ever building an `(n, n)`
+# score matrix.
+
+# %% nbgrader={"grade": false, "grade_id": "causal_attention_with_cache", "locked": false, "schema_version": 3, "solution": true}
+def causal_attention_with_cache(q, k, v):
+    """Causal attention, one query at a time against a growing key/value cache: (..., n, d_v)."""
+    ### BEGIN SOLUTION
+    cache_k, cache_v = k[..., :0, :], v[..., :0, :]  # empty caches (..., 0, d)
+    rows = []
+    for t in range(q.size(-2)):
+        cache_k = torch.cat([cache_k, k[..., t : t + 1, :]], dim=-2)  # (..., t + 1, d_k)
+        cache_v = torch.cat([cache_v, v[..., t : t + 1, :]], dim=-2)  # (..., t + 1, d_v)
+        scores = q[..., t : t + 1, :] @ cache_k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., 1, t + 1)
+        rows.append(torch.softmax(scores, dim=-1) @ cache_v)  # (..., 1, d_v)
+    return torch.cat(rows, dim=-2)  # (..., n, d_v)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "causal_attention_with_cache_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+check_causal_attention_with_cache(causal_attention_with_cache)
+### BEGIN HIDDEN TESTS
+for seed, shape in zip(fresh_seeds(2), [((3,), 1, 2, 2), ((2, 2), 10, 8, 3)]):
+    check_causal_attention_with_cache(causal_attention_with_cache, seed, *shape, verbose=False)
+_g = torch.Generator().manual_seed(fresh_seeds(1)[0])
+_q, _k, _v = (torch.randn(2, 3, 8, 4, generator=_g, dtype=torch.float64) for _ in range(3))  # (B, H, T, d)
+_k2, _v2 = _k.clone(), _v.clone()
+_k2[..., 5:, :] = torch.randn(2, 3, 3, 4, generator=_g, dtype=torch.float64) * 5
+_v2[..., 5:, :] = torch.randn(2, 3, 3, 4, generator=_g, dtype=torch.float64) * 5
+with quiet():
+    _o1 = causal_attention_with_cache(_q, _k, _v)
+    _o2 = causal_attention_with_cache(_q, _k2, _v2)
+expect_close(_o1, reference.masked_attention(_q, _k, _v, reference.causal_mask(8))[0],
+             "causal_attention_with_cache (B, H, T, d) against causal masked attention")
+expect_close(as_array(_o2, "output")[..., :5, :], as_array(_o1, "output")[..., :5, :],
+             "causal_attention_with_cache after changing tokens 5-7: outputs 0-4 must not change")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### One pass or `n` steps?
+#
+# Same numbers, different schedules. The parallel pass computes all `n²` scores in one go and
+# throws the blocked half away. Decoding computes only the allowed ones, `1 + 2 + … + n =
+# n(n+1)/2`, but in `n` steps that must run one after the other — and step `t` compares its query
+# with all `t + 1` cached keys, so each new token costs more than the one before. Measured with
+# the course's reference functions (best of 3 runs on one thread):
+
+# %%
+g = torch.Generator().manual_seed(0)
+n_demo = 256
+q_demo, k_demo, v_demo = (torch.randn(1, n_demo, 64, generator=g) for _ in range(3))  # (B, T, d)
+parallel = reference.masked_attention(q_demo, k_demo, v_demo, reference.causal_mask(n_demo))[0]
+stepwise = reference.causal_attention_with_cache(q_demo, k_demo, v_demo)
+t_parallel = best_time(reference.masked_attention, q_demo, k_demo, v_demo, reference.causal_mask(n_demo),
+                       repeats=3)
+t_stepwise = best_time(reference.causal_attention_with_cache, q_demo, k_demo, v_demo, repeats=3)
+print(f"largest difference between the two: {(parallel - stepwise).abs().max():.1e}")
+print(f"one masked pass:     {n_demo**2:7,} scores, {t_parallel * 1e3:6.2f} ms")
+print(f"{n_demo} decoding steps: {n_demo * (n_demo + 1) // 2:7,} scores, {t_stepwise * 1e3:6.2f} ms "
+      f"({t_stepwise / t_parallel:.0f} times longer)")
+
+# %% [markdown]
+# The single pass is much faster although it computes twice as many scores: one large matrix
+# product keeps the processor busy, `n` small steps in a row do not. Training uses the masked pass;
+# generation has no choice but to go step by step.
+
+# %% [markdown]
+# ## The n² bill
+#
+# For `n` tokens, `Q Kᵀ` holds `n²` scores per head. Compute grows like `n² · d_k`; memory, if the
+# matrix is materialised, like `n²`. In a real model that is per head, per layer.
+#
+# **Exercise 5 (2 points).** Write `attention_matrix_bytes(n_tokens, n_heads=1,
+# bytes_per_element=2)`: the number of bytes (an `int`) of `n_heads` materialised
+# `n_tokens × n_tokens` score matrices, each number taking `bytes_per_element` bytes (2 for
+# fp16, 4 for fp32).
+
+# %% nbgrader={"grade": false, "grade_id": "attention_matrix_bytes", "locked": false, "schema_version": 3, "solution": true}
+def attention_matrix_bytes(n_tokens, n_heads=1, bytes_per_element=2):
+    """Bytes of n_heads materialised n_tokens × n_tokens score matrices."""
+    ### BEGIN SOLUTION
+    return n_tokens * n_tokens * n_heads * bytes_per_element
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "attention_matrix_bytes_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+check_attention_matrix_bytes(attention_matrix_bytes)
+### BEGIN HIDDEN TESTS
+for seed in fresh_seeds(2):
+    check_attention_matrix_bytes(attention_matrix_bytes, seed=seed, verbose=False)
+_rng = np.random.default_rng(fresh_seeds(1)[0])
+for _n, _h, _b in [(131_072, 64, 2), (int(_rng.integers(1, 50_000)), int(_rng.integers(1, 97)), 4), (1, 1, 1)]:
+    with quiet():
+        _got = attention_matrix_bytes(_n, _h, _b)
+    assert _got == reference.attention_matrix_bytes(_n, _h, _b), \
+        f"attention_matrix_bytes({_n}, {_h}, {_b}) returned {_got}, not n² · n_heads · bytes_per_element"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# A context of 4096 tokens, in fp16 (computed with the course's reference; the next cell uses
+# yours):
+
+# %%
+n_ctx = 4096
+print(f"{n_ctx} × {n_ctx} = {n_ctx * n_ctx:,} scores")
+print(f"one head, fp16:  {reference.attention_matrix_bytes(n_ctx) / 2**20:g} MiB")
+print(f"32 heads, fp16:  {reference.attention_matrix_bytes(n_ctx, 32) / 2**30:g} GiB")
+
+# %%
+print(f"yours: {attention_matrix_bytes(4096) / 2**20:g} MiB and {attention_matrix_bytes(4096, 32) / 2**30:g} GiB")
+
+# %% [markdown]
+# One GiB for the scores of a single layer, before anything else: training also keeps the
+# weights of every layer for the backward pass, which builds gradients of the same size.
+#
+# ### Measured on this machine
+#
+# Time and memory of one self-attention of `n` random tokens of width `d = 64`, for `n` from 128
+# to 2048. The time is the best of 5 runs of the course's torch reference on one thread (other
+# programs disturb it less), with and without a causal mask. The memory is the peak that Python's `tracemalloc` records while NumPy computes the
+# same attention in float32 (`tracemalloc` sees NumPy's arrays, not torch's), next to the size of
+# one `n × n` float32 matrix. Times vary from run to run and machine to machine; memory does not.
+
+# %%
+points = measure_attention_cost([128, 256, 512, 1024, 2048], d=64, repeats=5)
+plot_cost(points)
+plt.show()
+print("    n   time (ms)  causal (ms)  peak (MiB)  one n×n (MiB)  peak / matrix")
+for p in points:
+    print(f"{p.n:5d} {p.seconds * 1e3:10.2f} {p.seconds_causal * 1e3:12.2f} {p.peak_bytes / 2**20:11.2f} "
+          f"{p.matrix_bytes / 2**20:14.2f} {p.peak_bytes / p.matrix_bytes:14.2f}")
+for a, b in zip(points, points[1:]):
+    print(f"n {a.n} -> {b.n}: time × {b.seconds / a.seconds:.1f}, peak memory × {b.peak_bytes / a.peak_bytes:.2f}")
+
+# %% [markdown]
+# **Memory** follows the `n²` law: each doubling of `n` multiplies it by about 4, and the peak is
+# about three `n × n` arrays at once (the scores, the exponentials, the weights), not one.
+# **Time** is noisier. Most doublings multiply it by roughly 4, as `n²` predicts; at small `n`
+# fixed overheads weigh more, and one doubling may jump by much more — probably where the `n × n`
+# arrays stop fitting in the processor's fast caches and every pass waits for main memory. The
+# causal mask saves nothing — its times are about the same, within the noise: the blocked scores
+# are computed, then thrown away.
+#
+# ### Tiles instead of the matrix; a cache that grows linearly
+#
+# **FlashAttention** (Dao et al., 2022) computes exactly the same output without ever storing the
+# `n × n` matrix: it walks over the keys in tiles, keeping for each query a running maximum and a
+# running sum of the softmax, so the memory for scores grows only linearly with `n`. The pairwise
+# work does not shrink: every query is still compared with every key, `n²` dot products. Lesson 08
+# has you write that loop.
+#
+# The **key/value cache** of decoding holds, per layer, one key and one value of width `d_head`
+# per head and per token: `2 · n · H · d_head` numbers, linear in `n`. For an illustrative layer of
+# 32 heads of width 128 in fp16, its score matrices and its cache:
+
+# %%
+n_heads, d_head = 32, 128
+for n_ctx in (256, 4096, 32768):
+    scores_mib = reference.attention_matrix_bytes(n_ctx, n_heads) / 2**20
+    cache_mib = reference.kv_cache_bytes(n_ctx, n_heads, d_head) / 2**20
+    print(f"n = {n_ctx:6d}: score matrices {scores_mib:10,.0f} MiB   KV cache {cache_mib:6,.0f} MiB")
+plot_memory_growth([2**i for i in range(7, 16)], n_heads=n_heads, d_head=d_head)
+plt.show()
+
+# %% [markdown]
+# Per head, the score matrix holds `n²` numbers and the cache `2 · n · d_head`: they are equal at
+# `n = 2 · d_head = 256`. Beyond that the scores win, by a factor that doubles with every doubling
+# of the context.
+
+# %% [markdown]
+# **Think (2 points, graded by hand).** A teammate says: "With a causal mask half of the scores are
+# `−∞`, and with a key/value cache each decoding step computes one new row. So a decoder's
+# attention costs time linear in the context length." In three or four sentences, say what is
+# right and what is wrong, using what you computed and measured in this lesson.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "linear_claim", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# Full marks need both halves.
+# Right (1 point): the cache avoids recomputing the keys and values of past tokens, each step
+# builds only a (1, t + 1) row of scores, and the cache's memory grows linearly with the context.
+# Wrong (1 point): step t still compares the new query with all t + 1 cached keys, so each token
+# costs more than the last and n tokens cost n(n+1)/2 comparisons — quadratic; a plain masked pass
+# computes all n² scores and throws the blocked half away (the measured times with and without the
+# mask were alike), and even a kernel that skips the blocked half saves a factor 2, not the n².
+# Mentioning that tiling (FlashAttention) removes the n × n memory but not the n² work is a plus.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Quiz
+#
+# Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
+# only confirms that your answer is recorded; the grade comes with the feedback.
+#
+# **1.** Where does a causal mask act?
+# (a) it sets the blocked scores to `−∞` before the softmax ·
+# (b) it multiplies the weights by the mask after the softmax ·
+# (c) it sets the values of future tokens to zero ·
+# (d) it sets the queries of future tokens to zero
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
+quiz_1 = None
+### BEGIN SOLUTION
+quiz_1 = "a"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_1, "abcd", "quiz_1")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_1, "a", "blocked scores become −∞ before the softmax, so they get weight exactly 0 "
+             "and the allowed keys share all of it; masking the weights afterwards leaves rows that do "
+             "not sum to 1 and lets future keys into the normaliser")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **2.** You pass the course's causal mask `torch.tril(torch.ones(n, n, dtype=torch.bool))`
+# unchanged as `attn_mask` to `nn.MultiheadAttention`. What happens?
+# (a) the same as the course's causal attention ·
+# (b) each token attends only to later tokens, and the last token's row is NaN ·
+# (c) PyTorch raises an error ·
+# (d) the mask is ignored
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
+quiz_2 = None
+### BEGIN SOLUTION
+quiz_2 = "b"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_2, "abcd", "quiz_2")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_2, "b", "for nn.MultiheadAttention a True entry means *not allowed*, so the lower "
+             "triangle blocks the past and the diagonal; the last token has nothing left to attend to. "
+             "Pass ~mask instead")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **3.** The context grows from 4096 to 8192 tokens. The bytes of one layer's score matrices and of
+# one layer's key/value cache are multiplied by…
+# (a) 2 and 2 · (b) 4 and 2 · (c) 4 and 4 · (d) 2 and 4
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
+quiz_3 = None
+### BEGIN SOLUTION
+quiz_3 = "b"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_3, "abcd", "quiz_3")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_3, "b", "the score matrices hold n² numbers per head (× 4 when n doubles); the cache "
+             "holds one key and one value per token (× 2)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - A causal mask lets query `i` attend to keys `j ≤ i`. Blocked **scores** become `−∞` before the
+#   softmax; masking the weights afterwards breaks the row sums and leaks the future.
+# - A padding mask `(B, T)` marks real tokens; reshaped to `(B, 1, 1, T)` it combines with a causal
+#   `(T, T)` mask by broadcasting.
+# - A query with no allowed key would get `0/0 = NaN`, and NaN survives multiplication by 0: give
+#   such rows zero weights and a zero output. `−1e9` instead of `−∞` gives them equal weights instead.
+# - Masks here are `True` = may attend, like `scaled_dot_product_attention`;
+#   `nn.MultiheadAttention` uses `True` = blocked.
+# - Training computes all positions in one masked pass; decoding goes one token at a time with a
+#   key/value cache that grows by one row per step, and each new query still compares with all of it.
+# - The bill: `n²` scores per head — 32 MiB for 4096 tokens in fp16, 1 GiB for 32 heads. Tiling
+#   (FlashAttention) removes the memory, not the `n²` work; the KV cache grows linearly.
+#
+# **Next:** lesson 05 gives the tokens their positions.
