@@ -95,3 +95,11 @@ def test_student_notebook_runs_with_only_not_implemented_errors(lesson, tmp_path
     assert errors, "a student notebook with exercises should stop at NotImplementedError somewhere"
     unexpected = [e for e in errors if e[1] != "NotImplementedError"]
     assert not unexpected, f"errors other than NotImplementedError: {unexpected}"
+
+
+def test_readme_links_every_lesson_and_only_ready_ones():
+    readme = (ROOT / "README.md").read_text()
+    for lesson in LESSONS:
+        assert f"](notebooks/{lesson}/{lesson}.ipynb) |" in readme, f"README does not link {lesson}"
+    for lesson in re.findall(r"\| \[`(\d\d_\w+)`\]\(notebooks/", readme):
+        assert lesson in LESSONS, f"README links {lesson}, which does not exist"
