@@ -37,6 +37,7 @@ from pathlib import Path
 import nbformat
 from traitlets.config import Config
 
+from . import sandbox
 from .build import ROOT
 from .grading import configure, offline_feedback
 
@@ -54,16 +55,28 @@ class ClassReport:
     skipped: list[str] = field(default_factory=list)  # files that belong to no student
     max_score: float = 0.0
     seconds: float = 0.0
+    isolation: str = ""  # how students' kernels were sandboxed
+    integrity: dict[str, list] = field(default_factory=dict)  # student -> integrity findings
+    zeroed: list[str] = field(default_factory=list)  # tampering found: zeroed for review
 
     def lines(self) -> list[str]:
         n = len(self.graded) + len(self.failed)
         rate = 60.0 * n / self.seconds if self.seconds else 0.0
         out = [f"{self.lesson}: {n} submissions in {self.seconds:.1f} s ({rate:.0f} per minute); "
-               f"{len(self.graded)} graded, {len(self.failed)} could not be graded"]
+               f"{len(self.graded)} graded, {len(self.failed)} could not be graded",
+               f"  kernels: {self.isolation}"]
         out += [f"  NOT GRADED {s}: {why} (recorded as 0)" for s, why in sorted(self.failed.items())]
         out += [f"  {s}: stopped at the time limit in {', '.join(cells)} (those cells score 0)"
                 for s, cells in sorted(self.interrupted.items())]
         out += [f"  ignored file {f}: no student id in its name" for f in self.skipped]
+        flagged = {s: f for s, f in self.integrity.items() if f}
+        if flagged:
+            out.append(f"  integrity scan: {len(flagged)} submission(s) to review "
+                       f"({len(self.zeroed)} zeroed for tampering)")
+            for student, findings in sorted(flagged.items()):
+                mark = "ZEROED " if student in self.zeroed else ""
+                out += [f"    {mark}{student}: {f.severity} {f.kind} in {f.cell}: {f.detail}"
+                        for f in findings]
         return out
 
 
@@ -71,11 +84,12 @@ class ClassReport:
 
 
 def course_api(root: Path, timeout: int | None = None, exchange: Path | None = None,
-               kernel_name: str | None = None):
+               kernel_name: str | None = None, ipc_dir: Path | None = None):
     """An NbGraderAPI for a grading root whose sources are this repository's solutions.
 
     ``exchange`` is the folder nbgrader's exchange hands assignments and feedback through
-    (default: ``root/exchange``); ``kernel_name`` overrides the kernel that runs submissions.
+    (default: ``root/exchange``); ``kernel_name`` overrides the kernel that runs submissions;
+    ``ipc_dir`` makes kernels talk over Unix sockets there (a sandboxed kernel has no network).
     """
     from nbgrader.apps import NbGraderAPI
 
@@ -87,6 +101,9 @@ def course_api(root: Path, timeout: int | None = None, exchange: Path | None = N
         config.Execute.timeout = timeout
     if kernel_name is not None:
         config.Execute.kernel_name = kernel_name
+    if ipc_dir is not None:
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(Path(ipc_dir) / "kernel")
     return NbGraderAPI(config=config)
 
 
@@ -189,22 +206,32 @@ def unreadable_reason(path: Path) -> str | None:
 
 
 def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
-            warm: bool = True) -> dict:
+            warm: bool = True, sandbox_root: Path | None = None) -> dict:
     """Autograde ``students`` in the course root ``root``; returns {student: error or ""}.
 
     With ``warm``, kernels are forked from a server that has imported the course's libraries
-    once (``helpers.warmkernel``) instead of starting cold for every notebook.
+    once (``helpers.warmkernel``) instead of starting cold for every notebook. With
+    ``sandbox_root`` (the grading folder to hide) and a machine that allows it, every kernel
+    runs in the sandbox of ``helpers.sandbox``.
     """
+    from .warmkernel import KERNEL_NAME, WarmServer
+
     api = course_api(root, timeout)
     server = None
     if warm and students:
-        from .warmkernel import KERNEL_NAME, WarmServer
-
-        server = WarmServer.start(Path(root) / ".warm")
-        spec_dir = server.kernelspec(Path(root) / ".warm" / "share")
+        folder = Path(root).resolve() / ".warm"
+        prefix = sandbox.launcher() if sandbox_root is not None else None
+        policy, ipc = None, None
+        if prefix is not None:
+            ipc = folder / "ipc"
+            ipc.mkdir(parents=True, exist_ok=True)
+            ipc.chmod(0o1777)  # the kernel, as nobody, creates its sockets here
+            policy = sandbox.course_policy(ROOT, sandbox_root, extra_keep=(str(ipc),))
+        server = WarmServer.start(folder, policy=policy, prefix=prefix)
+        spec_dir = server.kernelspec(folder / "share")
         os.environ["JUPYTER_PATH"] = os.pathsep.join(
             p for p in (str(spec_dir), os.environ.get("JUPYTER_PATH", "")) if p)
-        api = course_api(root, timeout, kernel_name=KERNEL_NAME)
+        api = course_api(root, timeout, kernel_name=KERNEL_NAME, ipc_dir=ipc)
     outcome = {}
     try:
         for student in students:
@@ -244,10 +271,11 @@ def _failure_reason(log: str) -> str:
 
 
 def _run_workers(lesson: str, root: Path, students: list[str], workers: int,
-                 timeout: int | None, warm: bool = True) -> dict[str, str]:
+                 timeout: int | None, warm: bool = True, sandboxed: bool = True) -> dict[str, str]:
     """Split the class over ``workers`` processes, each with its own copy of the gradebook."""
+    hide = Path(root).resolve() if sandboxed else None
     if workers <= 1 or len(students) <= 1:
-        return _worker(lesson, root, students, timeout, warm)
+        return _worker(lesson, root, students, timeout, warm, hide)
     shares = [students[i::workers] for i in range(workers)]
     procs = []
     for i, share in enumerate(s for s in shares if s):
@@ -259,6 +287,7 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int,
             (wroot / "submitted" / student).symlink_to((root / "submitted" / student).resolve())
         args = [sys.executable, "-m", "helpers.autograde", "--worker", lesson, str(wroot),
                 *(["--timeout", str(timeout)] if timeout else []), *([] if warm else ["--cold"]),
+                *(["--sandbox-root", str(hide)] if hide else []),
                 "--students", *share]
         procs.append((wroot, share, subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
                                                      stderr=subprocess.DEVNULL, text=True)))
@@ -368,7 +397,7 @@ def fake_class(lesson: str, folder: Path, n: int, broken: dict[str, str] | None 
 
 def grade_class(lesson: str, submissions: Path, root: Path = ROOT / "grading", workers: int = 2,
                 pattern: str = DEFAULT_PATTERN, timeout: int | None = None,
-                feedback: bool = True, warm: bool = True) -> ClassReport:
+                feedback: bool = True, warm: bool = True, sandboxed: bool = True) -> ClassReport:
     """Import, autograde (in parallel), record failures as zeros, feedback, export; a report."""
     from nbgrader.api import Gradebook
 
@@ -385,6 +414,11 @@ def grade_class(lesson: str, submissions: Path, root: Path = ROOT / "grading", w
         report.max_score = sum(g.max_score for g in gb.find_notebook(lesson, lesson).grade_cells
                                if g.cell_type == "code")
 
+    from .integrity import is_tampering, scan_class, write_report
+
+    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
+    report.integrity = scan_class(root, lesson, released)
+    write_report(report.integrity, root / f"integrity_{lesson}.csv")
     gradable = []
     for student in students:
         why = unreadable_reason(root / "submitted" / student / lesson / f"{lesson}.ipynb")
@@ -392,11 +426,21 @@ def grade_class(lesson: str, submissions: Path, root: Path = ROOT / "grading", w
             report.failed[student] = why
         else:
             gradable.append(student)
-    for student, error in _run_workers(lesson, root, gradable, workers, timeout, warm).items():
+    report.isolation = sandbox.status() if (sandboxed and warm) else \
+        "WARNING: NOT SANDBOXED — sandboxing was switched off for this run"
+    for student, error in _run_workers(lesson, root, gradable, workers, timeout, warm,
+                                       sandboxed).items():
         if error:
             report.failed[student] = error
+    for student, findings in report.integrity.items():
+        if is_tampering(findings) and student not in report.failed:
+            report.zeroed.append(student)
     for student, why in report.failed.items():
         _record_zero(lesson, root, student, why)
+    for student in report.zeroed:  # graded, then zeroed: the instructor decides after review
+        kinds = sorted({f.kind for f in report.integrity[student] if f.severity == "tamper"})
+        _record_zero(lesson, root, student, "zeroed for review: the integrity scan found "
+                     + ", ".join(kinds) + f" (see integrity_{lesson}.csv)")
 
     with Gradebook(api.coursedir.db_url, course_id=api.coursedir.course_id) as gb:
         for student in students:
@@ -485,12 +529,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmark", type=int, metavar="N",
                         help="grade a generated class of N twice (1 cold worker vs WORKERS warm) and "
                              "print notebooks per minute")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run students' code with the grader's rights (not recommended)")
+    parser.add_argument("--sandbox-root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--students", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:  # internal: one worker's share, result as one JSON line on stdout
         outcome = _worker(args.lesson, Path(args.submissions), args.students, args.timeout,
-                          warm=not args.cold)
+                          warm=not args.cold, sandbox_root=args.sandbox_root)
         print(json.dumps(outcome))
         return 0
     if args.benchmark:
@@ -499,7 +546,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.submissions is None:
         parser.error("give the folder of submissions")
     report = grade_class(args.lesson, args.submissions, args.root, args.workers, args.pattern,
-                         args.timeout, feedback=not args.no_feedback, warm=not args.cold)
+                         args.timeout, feedback=not args.no_feedback, warm=not args.cold,
+                         sandboxed=not args.no_sandbox)
     print("\n".join(report.lines()))
     print(f"gradebook: {args.root / 'gradebook.db'}; grades: {args.root / 'grades.csv'}; "
           f"per grade cell: {args.root / f'summary_{args.lesson}.csv'}; feedback: {args.root / 'feedback'}")

@@ -8,9 +8,21 @@ import re
 import sys
 from pathlib import Path
 
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    ClearHiddenTests,
+    Execute,
+    GetGrades,
+    IgnorePattern,
+    LimitOutput,
+    NbGraderPreprocessor,
+    SaveAutoGrades,
+)
 from nbgrader.utils import is_grade
+from traitlets import Integer
 from traitlets.config import Config
 
 COURSE_ID = "attention-from-scratch"
@@ -32,6 +44,46 @@ class StripGradeTracebacks(NbGraderPreprocessor):
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "error":
                     out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
+        return cell, resources
+
+
+class GuardedExecute(Execute):
+    """nbgrader's execution, with a cap on the output a cell may produce.
+
+    Without it, a cell printing gigabytes would make the grading process hold all of it in
+    memory; past the cap, outputs are dropped (the cell still runs until the time limit).
+    """
+
+    max_output_bytes = Integer(2_000_000, help="output kept per cell, in bytes").tag(config=True)
+
+    def output(self, outs, msg, display_id, cell_index):
+        if self.output_hook_stack[msg["parent_header"].get("msg_id")]:
+            return super().output(outs, msg, display_id, cell_index)
+        size = sum(len(str(o.get("text", ""))) + len(str(o.get("data", ""))) for o in outs)
+        if size <= self.max_output_bytes:
+            out = super().output(outs, msg, display_id, cell_index)
+            if out is None or size + len(str(out.get("text", ""))) <= self.max_output_bytes:
+                return out
+            if out.get("output_type") == "stream":  # one huge message: keep its beginning
+                out["text"] = out["text"][: self.max_output_bytes - size]
+        if not outs or not outs[-1].get("text", "").startswith("\n[output truncated"):
+            outs.append(new_output("stream", name="stdout", text=(
+                f"\n[output truncated: this cell printed more than {self.max_output_bytes:,} bytes]\n")))
+        return None
+
+
+class StderrIsNotFailure(NbGraderPreprocessor):
+    """In grade cells, turn stderr text into stdout before scoring.
+
+    nbgrader scores a grade cell 0 if anything reaches stderr, so a correct answer whose code
+    emits a warning would lose its points; failures are errors, and those stay errors.
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and is_grade(cell):
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                    out["name"] = "stdout"
         return cell, resources
 
 
@@ -60,6 +112,16 @@ def configure(c: Config, root: str | Path) -> Config:
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
     c.Execute.timeout = CELL_TIMEOUT_S
     c.OverwriteCells.add_missing_cells = True
+    c.Autograde.autograde_preprocessors = [
+        GuardedExecute,
+        StderrIsNotFailure,
+        IgnorePattern,
+        ClearMetadataPreprocessor,
+        LimitOutput,
+        SaveAutoGrades,
+        AssignLatePenalties,
+        CheckCellMetadata,
+    ]
     c.GenerateFeedback.preprocessors = [
         GetGrades,
         ClearHiddenTests,

@@ -66,8 +66,17 @@ def _recv(sock: socket.socket, with_fds: bool = False):
 # ------------------------------------------------------------------ the server
 
 
-def serve(sock_path: str) -> None:
-    """Import once, then fork one kernel per request; runs until terminated."""
+def serve(sock_path: str, policy_file: str | None = None) -> None:
+    """Import once, then fork one kernel per request; runs until terminated.
+
+    With ``policy_file`` (a ``helpers.sandbox.Policy`` as JSON), each kernel enters the sandbox
+    before it runs anything.
+    """
+    policy = None
+    if policy_file:
+        from .sandbox import Policy
+
+        policy = Policy.from_json(Path(policy_file).read_text())
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     import importlib
 
@@ -88,7 +97,7 @@ def serve(sock_path: str) -> None:
             kernel = os.fork()
             if kernel == 0:
                 conn.close()
-                _become_kernel(request, fds)
+                _become_kernel(request, fds, policy)
             for fd in fds:
                 os.close(fd)
             _watch(conn, kernel)
@@ -98,13 +107,20 @@ def serve(sock_path: str) -> None:
         _reap()
 
 
-def _become_kernel(request: dict, fds: list[int]) -> None:
+def _become_kernel(request: dict, fds: list[int], policy=None) -> None:
     for target, fd in zip((0, 1, 2), fds):
         os.dup2(fd, target)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     os.setpgid(0, 0)
+    connection_file = request["connection_file"]
+    if policy is not None:
+        from .sandbox import enter
+
+        enter(policy, request["cwd"])
+        connection_file = f"/tmp/kernel-{os.getpid()}.json"  # the grader's copy is out of sight
+        Path(connection_file).write_text(request["connection"])
     import random
 
     import numpy as np
@@ -115,7 +131,7 @@ def _become_kernel(request: dict, fds: list[int]) -> None:
     torch.seed()
     from ipykernel.kernelapp import IPKernelApp
 
-    sys.argv = ["ipykernel_launcher", "-f", request["connection_file"]]
+    sys.argv = ["ipykernel_launcher", "-f", connection_file]
     if os.environ.get("JPY_PARENT_PID"):  # read at import (in the server), so pass it on here
         sys.argv.append(f"--IPKernelApp.parent_handle={os.environ['JPY_PARENT_PID']}")
     try:
@@ -133,6 +149,10 @@ def _watch(conn: socket.socket, pid: int) -> None:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             code = os.waitstatus_to_exitcode(status)
+            try:  # whatever the kernel started (a fork bomb, a stray process) ends with it
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
             break
         try:
             if conn.recv(1) == b"":  # the client is gone
@@ -169,7 +189,7 @@ def client(connection_file: str) -> int:
     sock.connect(os.environ["WARM_KERNEL_SOCKET"])
     env = {k: v for k, v in os.environ.items() if k != "WARM_KERNEL_SOCKET"}
     _send(sock, {"connection_file": os.path.abspath(connection_file), "cwd": os.getcwd(),
-                 "env": env}, fds=[0, 1, 2])
+                 "connection": Path(connection_file).read_text(), "env": env}, fds=[0, 1, 2])
     first, _ = _recv(sock)
     if not first or "pid" not in first:
         return 1
@@ -205,14 +225,20 @@ class WarmServer:
         self.process, self.sock_path = process, sock_path
 
     @classmethod
-    def start(cls, folder: Path, timeout: float = 60.0) -> WarmServer:
+    def start(cls, folder: Path, timeout: float = 60.0, policy=None,
+              prefix: list[str] | None = None) -> WarmServer:
+        """Start a server with its socket in ``folder``; with a sandbox ``policy``, inside the
+        namespaces that the command ``prefix`` creates (see ``helpers.sandbox.launcher``)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         sock_path = folder / "warm.sock"
         if sock_path.exists():
             sock_path.unlink()
-        process = subprocess.Popen([sys.executable, "-m", "helpers.warmkernel", "serve",
-                                    str(sock_path)], stdin=subprocess.DEVNULL)
+        args = [sys.executable, "-m", "helpers.warmkernel", "serve", str(sock_path)]
+        if policy is not None:
+            (folder / "policy.json").write_text(policy.to_json())
+            args = [*(prefix or []), *args, str(folder / "policy.json")]
+        process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while not sock_path.exists():
             if process.poll() is not None or time.monotonic() > deadline:
@@ -247,7 +273,7 @@ class WarmServer:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
-        serve(sys.argv[2])
+        serve(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
     elif sys.argv[1:2] == ["client"]:
         sys.exit(client(sys.argv[2]))
     else:

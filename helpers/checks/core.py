@@ -9,12 +9,14 @@ nbgrader scores the cell 0 and shows the message.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
+import torch
 
 # Comparison tolerances: loose enough for float32 arithmetic, far tighter than any mistake.
 RTOL = 1e-4
@@ -23,6 +25,33 @@ ATOL = 1e-6
 
 class CheckFailed(AssertionError):
     """A check found a wrong result; the message says what is wrong and the likely cause."""
+
+
+# What the checks compare with is taken now, when the setup cell imports the checks, before
+# any learner's code runs: replacing np.allclose later does not change how a check compares.
+_allclose, _isfinite, _asarray = np.allclose, np.isfinite, np.asarray
+_WATCHED = {
+    (owner.__name__, name): getattr(owner, name)
+    for owner, names in (
+        (np, ("allclose", "isclose", "array_equal", "all", "any", "abs", "isfinite", "isnan",
+              "asarray", "max", "argmax")),
+        (np.testing, ("assert_allclose", "assert_array_equal")),
+        (torch, ("allclose", "isclose", "equal", "all", "any", "abs", "isfinite", "isnan",
+                 "as_tensor", "tensor")),
+        (torch.testing, ("assert_close",)),
+        (builtins, ("isinstance", "len", "abs", "all", "any", "max", "min", "sum", "print",
+                    "float", "int", "bool", "AssertionError", "Exception", "getattr")),
+    )
+    for name in names
+}
+_OWNERS = {"numpy": np, "numpy.testing": np.testing, "torch": torch, "torch.testing": torch.testing,
+           "builtins": builtins}
+
+
+def replaced_functions() -> list[str]:
+    """The comparison and built-in functions replaced since the checks were imported."""
+    return [f"{owner}.{name}" for (owner, name), original in _WATCHED.items()
+            if getattr(_OWNERS[owner], name, None) is not original]
 
 
 @contextlib.contextmanager
@@ -80,11 +109,11 @@ def as_array(x, what: str) -> np.ndarray:
 
 def same(got, want, rtol: float = RTOL, atol: float = ATOL) -> bool:
     """True if the shapes agree and every entry is close (NaN never matches)."""
-    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    got, want = _asarray(got, dtype=float), _asarray(want, dtype=float)
     if got.shape != want.shape:
         return False
     with quiet():
-        return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=False))
+        return bool(_allclose(got, want, rtol=rtol, atol=atol, equal_nan=False))
 
 
 def expect_shape(got: np.ndarray, shape: Sequence[int], what: str, hint: str = "") -> None:
@@ -138,6 +167,12 @@ def expect_close(
 
 
 def passed(message: str, verbose: bool = True) -> None:
-    """Report success in the notebook."""
+    """Report success in the notebook — unless code in the notebook replaced the functions the
+    checks rely on, in which case no check may pass."""
+    replaced = replaced_functions()
+    if replaced:
+        raise CheckFailed("code in this notebook replaced " + ", ".join(replaced)
+                          + ": checks cannot be trusted after that, so none passes. Restart the "
+                          "kernel and remove that code.")
     if verbose:
         print(f"✓ {message}")

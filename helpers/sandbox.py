@@ -1,0 +1,163 @@
+"""The sandbox a submission's kernel runs in while it is graded (Linux).
+
+Grading runs students' code. Without a sandbox it runs with the grader's rights: it could read
+the hidden tests in ``solutions/`` and the gradebook, other students' work, the instructor's
+home, write anywhere the grader can, and reach the network. Here every graded kernel runs:
+
+- in a **network namespace of its own** with no interface up: no network at all;
+- in a **mount namespace of its own** where ``solutions/``, the grading folder (gradebook,
+  every submission), the exchange, ``/root`` and ``/home`` are hidden behind empty tmpfs
+  mounts, except for the kernel's own working folder and the Python installation; ``/tmp``,
+  ``/var/tmp`` and ``/dev/shm`` are fresh and private;
+- as the unprivileged user ``nobody`` (when the grader is root), which can write only its own
+  working folder and the private scratch folders;
+- with **resource limits**: address space, processes, file size, open files; plus the
+  per-cell timeout of nbgrader.
+
+It needs root (as in CI and on a grading server) or unprivileged user namespaces (then the
+kernel keeps the grader's user id inside its namespaces but sees the same hidden folders and no
+network). Where neither works, grading still runs, unsandboxed, and ``status()`` says so.
+
+The kernels are forked by the warm server (``helpers.warmkernel``), which runs inside the
+network namespace; each forked kernel enters its own mount namespace, drops to ``nobody`` and
+applies the limits before it runs any student code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+NOBODY = 65534
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of a sandboxed kernel."""
+
+    address_space_bytes: int = 8 * 2**30  # PyTorch alone maps a few GB of address space
+    processes: int = 256  # per user: stops fork bombs
+    file_size_bytes: int = 100 * 2**20
+    open_files: int = 1024
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a sandboxed kernel may see: ``hide`` folders and files, ``keep`` folders inside them."""
+
+    hide: tuple[str, ...] = ()
+    hide_files: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    drop_to_nobody: bool = True
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Policy:
+        data = json.loads(text)
+        data["limits"] = Limits(**data["limits"])
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def course_policy(repo: Path, grading_root: Path, extra_keep: tuple[str, ...] = ()) -> Policy:
+    """The course's policy: hide the hidden tests, the gradebook, submissions and homes."""
+    repo, grading_root = Path(repo).resolve(), Path(grading_root).resolve()
+    hide = [str(repo / "solutions"), str(grading_root), "/root", "/home"]
+    keep = [sys.base_prefix, sys.prefix, *extra_keep]
+    files = [str(p) for p in (repo / "gradebook.db",) if p.exists()]
+    return Policy(hide=tuple(h for h in hide if os.path.isdir(h)), hide_files=tuple(files),
+                  keep=tuple(dict.fromkeys(keep)), drop_to_nobody=os.geteuid() == 0)
+
+
+# ------------------------------------------------------------------ can we sandbox here?
+
+
+def launcher() -> list[str] | None:
+    """The command prefix that starts the warm server in new namespaces, or None if impossible."""
+    if not sys.platform.startswith("linux") or not shutil.which("unshare"):
+        return None
+    prefix = ["unshare", "--net", "--ipc"] if os.geteuid() == 0 else \
+        ["unshare", "--user", "--map-root-user", "--net", "--ipc", "--mount"]
+    probe = subprocess.run([*prefix, sys.executable, "-c",
+                            "import ctypes; assert ctypes.CDLL(None).unshare(0x00020000) == 0"],
+                           capture_output=True)
+    return prefix if probe.returncode == 0 else None
+
+
+def status() -> str:
+    """One line for reports: how submissions' kernels are isolated on this machine."""
+    if launcher() is None:
+        return ("WARNING: NOT SANDBOXED — this machine allows neither root nor user namespaces, "
+                "so students' code runs with the grader's rights (files, network)")
+    who = "as user nobody" if os.geteuid() == 0 else "in a user namespace"
+    return f"sandboxed: no network, private mounts (tests, gradebook, homes hidden), limits, {who}"
+
+
+# ------------------------------------------------------------------ entering the sandbox
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(libc, source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:
+    enc = (lambda s: s.encode() if s is not None else None)
+    _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {source} on {target}")
+
+
+def enter(policy: Policy, workdir: str) -> None:
+    """Called in a forked kernel before any student code: private mounts, limits, no root."""
+    libc = _libc()
+    _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)  # our mounts stay ours
+    scratch = [d for d in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(d)]
+    covered = [*policy.hide, *scratch]
+    keep = [k for k in (*policy.keep, workdir)
+            if any(k == h or k.startswith(h.rstrip("/") + "/") for h in covered)]
+    fds = {k: os.open(k, os.O_RDONLY | os.O_DIRECTORY) for k in keep if os.path.isdir(k)}
+    for hidden in policy.hide:
+        _mount(libc, "tmpfs", hidden, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=4m")
+    for folder in scratch:  # private, writable scratch space
+        _mount(libc, "tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777,size=512m")
+    for hidden in policy.hide_files:
+        _mount(libc, "/dev/null", hidden, None, _MS_BIND)
+    for path in sorted(fds, key=len):  # parents first; the folders needed come back into view
+        os.makedirs(path, exist_ok=True)
+        _mount(libc, f"/proc/self/fd/{fds[path]}", path, None, _MS_BIND | _MS_REC)
+        os.close(fds[path])
+    limits = policy.limits
+    for res, value in ((resource.RLIMIT_AS, limits.address_space_bytes),
+                       (resource.RLIMIT_NPROC, limits.processes),
+                       (resource.RLIMIT_FSIZE, limits.file_size_bytes),
+                       (resource.RLIMIT_NOFILE, limits.open_files),
+                       (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(res, (value, value))
+    if policy.drop_to_nobody:
+        os.chown(workdir, NOBODY, NOBODY)
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    os.environ.update(HOME="/tmp", MPLCONFIGDIR="/tmp/.matplotlib", IPYTHONDIR="/tmp/.ipython",
+                      XDG_CACHE_HOME="/tmp/.cache", JUPYTER_RUNTIME_DIR="/tmp/.jupyter")
+    os.chdir(workdir)
