@@ -5,7 +5,8 @@
 
 Every cell gets slide metadata: what the source states, else a convention — a markdown cell
 opening with a ``#``/``##`` heading starts a slide, ``###`` a sub-slide, cells tagged
-``hide-in-slides`` and grade cells are skipped, everything else continues the current slide.
+``hide-in-slides``, grade cells and the setup cell are skipped, everything else continues the
+current slide.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def slide_type(cell) -> str:
     nbg = cell.metadata.get("nbgrader", {})
     if "hide-in-slides" in cell.metadata.get("tags", []):
         return "skip"
-    if cell.cell_type == "code" and nbg.get("grade"):
-        return "skip"
+    if cell.cell_type == "code" and (nbg.get("grade") or nbg.get("grade_id") == "setup"):
+        return "skip"  # tests and the imports of the setup cell are not for the audience
     if cell.cell_type == "markdown":
         first = cell.source.lstrip().split("\n", 1)[0]
         if first.startswith(("# ", "## ")):

@@ -1,5 +1,6 @@
 """Shared fixtures: the repository root, the lessons, and freshly built solution notebooks."""
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -22,3 +23,25 @@ def built_solutions() -> dict[str, Path]:
     from helpers.build import build_solutions
 
     return {p.parent.name: p for p in build_solutions(ROOT)}
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def require_chromium() -> None:
+    """Skip when Debian's Chromium is missing, unless REQUIRE_BROWSER=1 makes that a failure."""
+    if CHROMIUM.exists():
+        return
+    reason = f"{CHROMIUM} not found (apt-get install -y chromium)"
+    if os.environ.get("REQUIRE_BROWSER") == "1":
+        pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(f"browser test skipped: {reason}; set REQUIRE_BROWSER=1 to make this a failure")
+
+
+def launch_chromium(playwright, profile: Path, width: int = 1280, height: int = 800):
+    """Headless Chromium with a fresh profile that fetches nothing of its own accord."""
+    return playwright.chromium.launch_persistent_context(
+        str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
+        viewport={"width": width, "height": height})

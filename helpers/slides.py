@@ -1,0 +1,330 @@
+"""Offline reveal.js slides of every lesson, exported from the executed solution notebooks.
+
+    python -m helpers.slides OUT_DIR [LESSON ...]   # OUT_DIR/NN_topic.slides.html and OUT_DIR/vendor/
+
+What a deck shows:
+
+- slides from each cell's ``slideshow`` metadata, as ``helpers.build`` sets it: the lesson's ``#``
+  heading is the title slide, each ``##`` heading a section slide, each ``###`` a sub-slide;
+- the input and the outputs of every code cell: figures as embedded PNG data URIs, math typeset by
+  MathJax, and for a widget its static figure (``metadata.widgets`` is stripped, so nbconvert falls
+  back to the PNG that ``helpers.widgets.WithFallback`` puts beside the widget).
+
+What a deck leaves out:
+
+- cells tagged ``hide-in-slides`` and every grade cell: visible checks, hidden tests, free-text
+  answers with their mark scheme;
+- the solution cells of exercises (nbgrader ``"solution": true``): the instructor teaches the
+  exercise prompt, not its answer. Tag a solution cell ``show-in-slides`` to show it anyway, for
+  example to discuss it after the deadline. Grade cells are never shown, whatever their tags.
+
+Offline: a deck loads nothing from the network. reveal.js comes from the ``sphinx-revealjs``
+package, require.js, jQuery and MathJax 2 from ``nbclassic``; the files a deck loads are copied
+into ``OUT_DIR/vendor/`` at export time (third-party code is never committed), and the template in
+``helpers/slides_template/`` removes nbconvert's CDN scripts (mermaid, widget embedding). Every
+exported file is checked with :func:`remote_references` (the rule is in its docstring);
+``tests/test_slides.py`` also opens a deck in a headless browser that blocks every non-file request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import tempfile
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+
+from .build import ROOT, build_solutions, lesson_ids
+
+TEMPLATE_DIR = Path(__file__).resolve().parent / "slides_template"
+SHOW_TAG, HIDE_TAG = "show-in-slides", "hide-in-slides"
+MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # nbclassic's MathJax has no TeX-AMS_CHTML-full
+THEME = "white"  # its fonts ship with reveal.js; nbconvert's default, "simple", imports Google Fonts
+
+
+def _vendor_sources() -> dict[str, tuple[Path, list[str]]]:
+    """vendor/<name>: (package folder, the files and folders a deck loads from it)."""
+    import nbclassic
+    import sphinx_revealjs
+
+    reveal = Path(sphinx_revealjs.__file__).parent / "_static" / "revealjs"
+    components = Path(nbclassic.__file__).parent / "static" / "components"
+    return {
+        "reveal.js": (reveal, ["LICENSE", "dist/reveal.js", "dist/reveal.css", f"dist/theme/{THEME}.css",
+                               "dist/theme/fonts/source-sans-pro", "plugin/notes/notes.js"]),
+        "requirejs": (components / "requirejs", ["require.js"]),
+        "jquery": (components / "jquery", ["dist/jquery.min.js"]),
+        # The combined config, its input and output jax, the STIX-Web fonts it is told to use and the
+        # extensions it or its menu loads. Left out: the SVG renderer (3 MB), other languages, and the
+        # accessibility explorer, whose speech engine would come from a CDN.
+        "mathjax": (components / "MathJax", [
+            "MathJax.js", f"config/{MATHJAX_CONFIG.split(',')[0]}.js", "config/Safe.js",
+            "extensions/a11y/accessibility-menu.js", "jax/input", "jax/element",
+            *(f"jax/output/{out}" for out in ("HTML-CSS", "NativeMML", "PreviewHTML", "CommonHTML")),
+            "fonts/HTML-CSS/STIX-Web/woff", "localization/en",
+            *(f"extensions/{p.name}" for p in (components / "MathJax" / "extensions").iterdir()
+              if p.name != "a11y")]),
+    }
+
+
+def copy_vendor(out_dir: Path) -> Path:
+    """Copy the third-party files decks load into ``out_dir/vendor``; returns that folder."""
+    vendor = Path(out_dir) / "vendor"
+    for name, (source, parts) in _vendor_sources().items():
+        for part in parts:
+            src, dst = source / part, vendor / name / part
+            if src.is_dir():
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            else:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
+    return vendor
+
+
+def _exporter():
+    from nbconvert import SlidesExporter
+    from traitlets.config import Config
+
+    c = Config()
+    c.SlidesExporter.reveal_url_prefix = "vendor/reveal.js"
+    c.SlidesExporter.require_js_url = "vendor/requirejs/require.js"
+    c.SlidesExporter.jquery_url = "vendor/jquery/dist/jquery.min.js"
+    c.SlidesExporter.mathjax_url = f"vendor/mathjax/MathJax.js?config={MATHJAX_CONFIG}"
+    c.SlidesExporter.extra_template_paths = [str(TEMPLATE_DIR)]
+    c.SlidesExporter.template_file = "offline_reveal.html.j2"
+    c.SlidesExporter.reveal_theme = THEME
+    c.SlidesExporter.reveal_scroll = True  # a long code cell scrolls instead of overflowing
+    c.SlidesExporter.exclude_input_prompt = True
+    c.SlidesExporter.exclude_output_prompt = True
+    c.SlidesExporter.embed_images = True  # images in markdown become data URIs too
+    return SlidesExporter(config=c)
+
+
+def shown_in_slides(cell) -> bool:
+    """The rules of the module docstring: hidden, grade and (untagged) solution cells are left out."""
+    tags = cell.metadata.get("tags", [])
+    nbg = cell.metadata.get("nbgrader", {})
+    if HIDE_TAG in tags or nbg.get("grade"):
+        return False
+    if nbg.get("solution"):
+        return SHOW_TAG in tags
+    return cell.metadata.get("slideshow", {}).get("slide_type") != "skip" or SHOW_TAG in tags
+
+
+def slide_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of the executed ``nb`` holding only what the slides show, widgets as their figures."""
+    nb = nbformat.from_dict(nb)
+    nb.metadata.pop("widgets", None)  # no widget state: nbconvert shows each widget's PNG fallback
+    kept, pending = [], None
+    for cell in nb.cells:
+        show = cell.metadata.setdefault("slideshow", {}).get("slide_type", "-")
+        if not shown_in_slides(cell):
+            if show in ("slide", "subslide"):  # a left-out cell that opened a slide hands that on
+                pending = show if pending != "slide" else pending
+            continue
+        if show == "skip":  # shown by its show-in-slides tag
+            cell.metadata.slideshow["slide_type"] = show = "-"
+        if pending and show in ("-", "fragment"):
+            cell.metadata.slideshow["slide_type"] = pending
+        pending = None
+        kept.append(cell)
+    nb.cells = kept
+    title = next((c.source.lstrip()[2:].split("\n")[0] for c in kept
+                  if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")), None)
+    if title:
+        nb.metadata["title"] = title.strip()
+    return nb
+
+
+def execute(path: Path, timeout: int = 600) -> nbformat.NotebookNode:
+    """Run a copy of the notebook at ``path`` in a fresh kernel whose working directory is temporary."""
+    from nbclient import NotebookClient
+
+    with tempfile.TemporaryDirectory(prefix="slides-") as tmp:
+        copy = Path(tmp) / Path(path).name
+        shutil.copy2(path, copy)
+        nb = nbformat.read(copy, as_version=4)
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": tmp}}).execute()
+    return nb
+
+
+def deck_html(nb: nbformat.NotebookNode, name: str, folder: Path | None = None) -> str:
+    """The deck of an executed notebook; ``folder`` resolves images linked from its markdown."""
+    html, _ = _exporter().from_notebook_node(
+        slide_notebook(nb), resources={"metadata": {"name": name, "path": str(folder or ROOT)}})
+    problems = remote_references(html, "html")
+    if problems:
+        raise RuntimeError(f"the {name} deck would load remote resources: {problems}")
+    return html
+
+
+def export_lesson(lesson: str, out_dir: Path, root: Path = ROOT) -> Path:
+    """Execute ``solutions/<lesson>/<lesson>.ipynb`` and write ``out_dir/<lesson>.slides.html``."""
+    source = root / "solutions" / lesson / f"{lesson}.ipynb"
+    html = deck_html(execute(source), lesson, source.parent)
+    out = Path(out_dir) / f"{lesson}.slides.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    return out
+
+
+# ---------------------------------------------------------------- what counts as a remote resource
+
+_REMOTE = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.I)  # a scheme or protocol-relative //host
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_CSS_REF = re.compile(r"url\(\s*(['\"]?)(.*?)\1\s*\)|@import\s+(['\"])(.*?)\3", re.I | re.S)
+_JS_URL = re.compile(r"(?:https?:|(?<=[\"'`]))//[a-z0-9-]+(?:\.[a-z0-9-]+)+[^\s\"'`()<>,;\\]*", re.I)
+_JS_LINE_COMMENT = re.compile(r"^\s*//.*$", re.M)
+_LOADING_ATTRS = {"src", "srcset", "poster", "data", "background", "xlink:href"}
+_HREF_LOADS_ON = {"link", "base", "image", "use", "script", "feimage"}  # not <a>: a link is not a load
+
+# URLs that vendored JavaScript mentions but never fetches, each reviewed: XML namespace names,
+# licence and documentation links in comments and in messages shown to the reader.
+JS_MENTIONS = {
+    "http://www.w3.org/1998/Math/MathML", "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xhtml",
+    "http://www.w3.org/1999/xlink", "http://www.w3.org/1999/XSL/Transform", "http://exslt.org/common",
+    "http://www.w3.org/2001/10/synthesis",
+    "http://www.apache.org/licenses/LICENSE-2.0", "http://www.mathjax.org", "http://www.mathjax.org/",
+    "http://www.stixfonts.org/", "https://github.com/mathjax/MathJax/tree/master/fonts/HTML-CSS/TeX/otf",
+    "https://webkit.org/b/153317", "http://dev.jquery.com/ticket/2709",
+    "https://requirejs.org/docs/errors.html#", "https://github.com/requirejs/requirejs/issues/273",
+    "https://github.com/requirejs/requirejs/issues/187",
+    "https://github.com/requirejs/requirejs/blob/master/LICENSE",
+    "https://github.com/google/closure-library/wiki/goog.module:-an-ES6-module-like-alternative-to-goog.provide.",
+    "https://connect.microsoft.com/IE/feedback/details/648057/"
+    "script-onload-event-is-not-fired-immediately-after-script-execution",
+    "https://revealjs.com", "https://hakim.se", "https://github.com/markedjs/marked.",
+    "https://marked.js.org/#/USING_ADVANCED.md#options",
+}
+
+
+def _css_refs(text: str) -> list[str]:
+    """Every ``url()`` and ``@import`` target of a style sheet, comments removed, ``data:`` URIs left out."""
+    refs = ((m.group(2) or m.group(4) or "").strip() for m in _CSS_REF.finditer(_CSS_COMMENT.sub("", text)))
+    return [r for r in refs if r and not r.lower().startswith("data:")]
+
+
+class _HTMLRefs(HTMLParser):
+    """Collects what an HTML page loads: ``loads`` from attributes and CSS, ``scripts`` inline code."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.loads: list[tuple[str, str]] = []  # (where, reference)
+        self.scripts: list[str] = []
+        self._raw: str | None = None  # inside <script> or <style>
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if not value:
+                continue
+            if name in _LOADING_ATTRS or (name == "href" and tag in _HREF_LOADS_ON):
+                values = [v.strip().split(" ")[0] for v in value.split(",")] if name == "srcset" else [value]
+                self.loads += [(f"<{tag} {name}>", v.strip()) for v in values if v.strip()]
+            elif name == "style":
+                self.loads += [(f"<{tag} style>", r) for r in _css_refs(value)]
+        if tag in ("script", "style"):
+            self._raw = tag
+
+    def handle_endtag(self, tag):
+        self._raw = None
+
+    def handle_data(self, data):
+        if self._raw == "style":
+            self.loads += [("<style>", r) for r in _css_refs(data)]
+        elif self._raw == "script":
+            self.scripts.append(_JS_LINE_COMMENT.sub("", data))
+
+
+def _html_refs(text: str) -> _HTMLRefs:
+    parser = _HTMLRefs()
+    parser.feed(text)
+    parser.close()
+    return parser
+
+
+def remote_references(text: str, kind: str) -> list[str]:
+    """Remote resources that ``text`` (an ``html``, ``css`` or ``js`` file) would load; [] when offline.
+
+    A remote URL starts with a scheme (``https:``) or is protocol-relative (``//host``).
+
+    - HTML: remote URLs in attributes that load something — ``src``, ``srcset``, ``poster``,
+      ``data``, ``xlink:href``, and ``href`` on ``<link>``, ``<base>`` and SVG elements —, in CSS
+      (``<style>``, ``style=``) and in inline scripts, minus whole-line ``//`` comments. Links a
+      reader may click (``<a href>``) and any text are allowed: a citation in the prose is a link,
+      not a loaded resource.
+    - CSS: the targets of ``url()`` and ``@import``, comments removed; ``data:`` URIs are local.
+    - JS (vendored libraries, minified: no reliable way to tell code from comments): every
+      ``http(s)://`` URL and every string starting ``//host``, except the reviewed mentions in
+      ``JS_MENTIONS``.
+    """
+    if kind == "html":
+        refs = _html_refs(text)
+        found = [f"{where} {ref}" for where, ref in refs.loads if _REMOTE.match(ref)]
+        return found + [f"<script> {url}" for code in refs.scripts for url in _JS_URL.findall(code)]
+    if kind == "css":
+        return [r for r in _css_refs(text) if _REMOTE.match(r)]
+    if kind == "js":
+        return [u for u in _JS_URL.findall(text) if u not in JS_MENTIONS]
+    raise ValueError(f"kind must be html, css or js, not {kind!r}")
+
+
+def offline_problems(out_dir: Path) -> dict[str, list[str]]:
+    """Per .html, .css and .js file under ``out_dir``: the remote resources it loads and the local
+    files it loads (by HTML attribute or CSS) that are missing; files without problems are left out."""
+    out_dir, problems = Path(out_dir), {}
+    for path in sorted(out_dir.rglob("*")):
+        kind = path.suffix.lstrip(".")
+        if kind not in ("html", "css", "js") or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found = remote_references(text, kind)
+        local = ([r for _, r in _html_refs(text).loads] if kind == "html"
+                 else _css_refs(text) if kind == "css" else [])
+        for ref in local:
+            target = re.split(r"[?#]", ref)[0]
+            if _REMOTE.match(ref) or ref.lower().startswith("data:") or not target:
+                continue
+            if not (path.parent / target).exists():
+                found.append(f"missing {ref}")
+        if found:
+            problems[str(path.relative_to(out_dir))] = found
+    return problems
+
+
+def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT) -> list[Path]:
+    """Build the solution notebooks, copy the vendor files and export each lesson's deck."""
+    build_solutions(root)
+    out_dir = Path(out_dir)
+    copy_vendor(out_dir)
+    decks = []
+    for lesson in lessons or lesson_ids(root):
+        start = time.perf_counter()
+        decks.append(export_lesson(lesson, out_dir, root))
+        print(f"{decks[-1]}  ({time.perf_counter() - start:.1f} s)")
+    return decks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="default: every lesson")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.lessons) - set(lesson_ids()))
+    if unknown:
+        parser.error(f"no such lesson: {', '.join(unknown)} (lessons: {', '.join(lesson_ids())})")
+    export(args.out_dir, args.lessons)
+    problems = offline_problems(args.out_dir)
+    if problems:
+        print(f"remote resources found: {problems}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

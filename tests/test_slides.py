@@ -1,0 +1,265 @@
+"""Offline slides: a lesson's deck shows what it should, loads nothing remote, and runs in a browser.
+
+The remote-URL rule is ``helpers.slides.remote_references``: a remote URL (``https://``, ``http://``
+or ``//host``) must not be *loaded* — no ``src``, ``<link href>``, CSS ``url()``/``@import`` or
+script URL — while links a reader may click and text (a citation in the prose) are allowed. In the
+vendored JavaScript every URL counts unless it is a reviewed mention (``JS_MENTIONS``). The browser
+test is the final word: it blocks and records every request that is not a local file.
+"""
+
+import re
+import time
+from pathlib import Path
+
+import conftest
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+from conftest import launch_chromium, lessons, require_chromium
+
+from helpers import slides
+from helpers.build import solution_notebook
+
+LESSON = "02_attention_lookup"
+CDN_HOSTS = ("unpkg.com", "cdnjs.cloudflare.com", "cdn.jsdelivr.net", "fonts.googleapis.com",
+             "cdn.mathjax.org", "code.jquery.com")
+
+
+# ------------------------------------------------------------------------------------ the deck
+
+@pytest.fixture(scope="module")
+def deck(tmp_path_factory, built_solutions) -> Path:
+    """Lesson 02 exported with its vendor files into a temporary folder (about 8 s)."""
+    out = tmp_path_factory.mktemp("slides")
+    slides.copy_vendor(out)
+    start = time.perf_counter()
+    path = slides.export_lesson(LESSON, out)
+    print(f"exported {path.name} in {time.perf_counter() - start:.1f} s")
+    return path
+
+
+@pytest.fixture(scope="module")
+def soup(deck) -> BeautifulSoup:
+    return BeautifulSoup(deck.read_text(encoding="utf-8"), "html.parser")
+
+
+def test_deck_and_vendor_files_load_nothing_remote(deck):
+    assert slides.offline_problems(deck.parent) == {}
+    for path in deck.parent.rglob("*"):
+        if path.suffix in (".html", ".js", ".css") and path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            assert not [h for h in CDN_HOSTS if h in text], f"{path.name} names a CDN"
+    html = deck.read_text(encoding="utf-8")
+    assert "embed-amd" not in html and "mermaid" not in html, "nbconvert's CDN scripts are in the deck"
+
+
+def test_remote_reference_rule_bites():
+    found = slides.remote_references
+    assert found('<script src="https://unpkg.com/x.js"></script>', "html")
+    assert found('<link rel="stylesheet" href="//cdn.example.org/a.css">', "html")
+    assert found('<img srcset="a.png 1x, https://example.org/b.png 2x">', "html")
+    assert found('<div style="background: url(\'http://example.org/bg.png\')"></div>', "html")
+    assert found("<style>@import 'https://fonts.example.org/font.css';</style>", "html")
+    assert found("<script>require(['https://cdn.example.org/reveal.js'])</script>", "html")
+    assert found("a { background: url(//example.org/x.png) }", "css")
+    assert found('load("https://cdn.example.org/lib.js")', "js")
+    assert found("var u = '//cdn.example.org/lib.js';", "js")
+    # a link is not a load; text, data URIs, comments and local files are fine
+    assert not found('<p>See <a href="https://arxiv.org/abs/1706.03762">Vaswani et al.</a></p>', "html")
+    assert not found("<p>https://example.org in the prose</p>", "html")
+    assert not found('<img src="data:image/png;base64,iVBORw0KGgo=">', "html")
+    assert not found("<script>\n  // docs: https://revealjs.com/config/\n  init();\n</script>", "html")
+    assert not found('<script src="vendor/reveal.js/dist/reveal.js"></script>', "html")
+    assert not found("/* https://example.org */ a { background: url(./fonts/x.woff) }", "css")
+    assert not found('ns = "http://www.w3.org/2000/svg"; // see //node.attachEvent(', "js")
+
+
+def test_missing_local_files_are_reported(tmp_path):
+    (tmp_path / "deck.html").write_text('<link rel="stylesheet" href="vendor/theme.css">')
+    assert slides.offline_problems(tmp_path) == {"deck.html": ["missing vendor/theme.css"]}
+    (tmp_path / "vendor").mkdir()
+    (tmp_path / "vendor" / "theme.css").write_text("@import url(./fonts/a.css);")
+    assert slides.offline_problems(tmp_path) == {"vendor/theme.css": ["missing ./fonts/a.css"]}
+
+
+def _shown_headings(level: str, lesson: str = LESSON) -> list[str]:
+    """The text of the ``level`` headings ('#' or '##') that open a shown markdown cell."""
+    heads = []
+    for cell in solution_notebook(lesson).cells:
+        first = cell.source.lstrip().split("\n", 1)[0]
+        if cell.cell_type == "markdown" and slides.shown_in_slides(cell) and first.startswith(level + " "):
+            heads.append(first[len(level) + 1:].strip())
+    return heads
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"[`*_]", "", re.sub(r"\s+", " ", text)).strip()
+
+
+def _check_title_and_sections(soup: BeautifulSoup, lesson: str) -> int:
+    """The first slide holds the lesson's # title, and each ## heading opens a slide of its own."""
+    title, *rest = soup.select("div.slides > section")
+    (h1,) = title.find_all("h1")
+    assert _normal(h1.get_text()).startswith(_normal(_shown_headings("#", lesson)[0])), "no title slide"
+    opening = [_normal(s.find(["h1", "h2"]).get_text()) for s in rest if s.find(["h1", "h2"])]
+    expected = [_normal(h) for h in _shown_headings("##", lesson)]
+    assert expected and all(any(o.startswith(e) for o in opening) for e in expected), (
+        f"section slides {opening} do not match the lesson's ## headings {expected}")
+    return len(rest)
+
+
+def test_title_and_section_slides(soup):
+    n_sections = _check_title_and_sections(soup, LESSON)
+    assert n_sections == len(_shown_headings("##")), "one slide per ## heading after the title"
+    assert soup.title.get_text().startswith("02 · Attention is a differentiable lookup")
+
+
+@pytest.mark.parametrize("lesson", lessons())
+def test_every_lesson_makes_an_offline_deck(lesson):
+    """Without executing it (fast): title and section slides, no left-out cell, nothing remote."""
+    nb = solution_notebook(lesson)
+    html = slides.deck_html(nb, lesson)
+    assert slides.remote_references(html, "html") == []
+    _check_title_and_sections(BeautifulSoup(html, "html.parser"), lesson)
+    for marker in ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION", "MARK SCHEME"):
+        assert marker not in html, f"'{marker}' is in the {lesson} deck"
+
+
+def test_grade_solution_and_hidden_cells_are_absent(soup):
+    text = soup.get_text()
+    nb = solution_notebook(LESSON)
+    shown = "\n".join(c.source for c in nb.cells if slides.shown_in_slides(c))
+    left_out = [c for c in nb.cells if not slides.shown_in_slides(c)]
+    assert any(c.metadata.get("nbgrader", {}).get("grade") for c in left_out)
+    assert any(c.metadata.get("nbgrader", {}).get("solution") for c in left_out)
+    for marker in ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "MARK SCHEME"):
+        assert marker not in text, f"'{marker}' is in the deck"
+    for cell in left_out:
+        for line in cell.source.splitlines():
+            line = line.strip()
+            if len(line) > 12 and line not in shown and not line.startswith("#"):
+                assert line not in text, f"a left-out cell's line is in the deck: {line!r}"
+    assert "def softmax(x, axis=-1):" not in text, "the exercise's solution is on a slide"
+    assert "np.sqrt(K.shape[1])" in text, "code cells' input is shown"
+
+
+def test_figures_are_embedded_as_data_uris(soup):
+    images = soup.select(".jp-OutputArea img")
+    assert len(images) >= 3, "lesson 02 shows at least three figures"
+    assert all(img["src"].startswith("data:image/png;base64,") for img in images)
+
+
+def test_slide_rules_on_a_small_notebook():
+    """Solution cells only with show-in-slides; grade cells never; a left-out slide start moves on."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    cells = [md("# Title"), md("## Exercise"), code("def f():\n    return 1"), code("check(f)"),
+             code("answer = 2"), code("x = 3"), md("## Next")]
+    cells[2].metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "f"}
+    cells[3].metadata["nbgrader"] = {"solution": False, "grade": True, "grade_id": "f_tests"}
+    cells[3].metadata["tags"] = ["show-in-slides"]
+    cells[4].metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "a"}
+    cells[4].metadata["tags"] = ["show-in-slides"]
+    cells[1].metadata["tags"] = ["hide-in-slides"]
+    for cell, kind in zip(cells, ["slide", "slide", "-", "skip", "-", "-", "slide"]):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"widgets": {"state": {}}})
+    out = slides.slide_notebook(nb)
+    assert [c.source for c in out.cells] == ["# Title", "answer = 2", "x = 3", "## Next"]
+    assert out.cells[1].metadata.slideshow.slide_type == "slide", "the hidden ## cell's slide start moves on"
+    assert "widgets" not in out.metadata and out.metadata.title == "Title"
+    assert "widgets" in nb.metadata, "the input notebook is not modified"
+
+
+def test_a_widget_shows_its_static_figure():
+    """Widget state stripped: nbconvert falls back to the PNG that WithFallback adds."""
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    view = {"application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2,
+                                                          "version_minor": 0},
+            "image/png": png, "text/plain": "VBox(...)"}
+    cell = nbformat.v4.new_code_cell("display(calculator)", outputs=[
+        nbformat.v4.new_output("display_data", data=view)])
+    state = {"application/vnd.jupyter.widget-state+json": {"version_major": 2, "version_minor": 0,
+                                                            "state": {"abc": {"model_name": "VBoxModel"}}}}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# T"), cell],
+                                  metadata={"widgets": state})
+    html = slides.deck_html(nb, "widget")
+    assert f'src="data:image/png;base64,{png}"' in html
+    assert "jupyter-widgets" not in html and "widget-state" not in html and "embed-amd" not in html
+
+
+# --------------------------------------------------------------------------------- in a browser
+
+def test_missing_browser_skips_unless_required(monkeypatch):
+    monkeypatch.setattr(conftest, "CHROMIUM", Path("/nonexistent/chromium"))
+    monkeypatch.delenv("REQUIRE_BROWSER", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="REQUIRE_BROWSER=1"):
+        require_chromium()
+    monkeypatch.setenv("REQUIRE_BROWSER", "1")
+    with pytest.raises(pytest.fail.Exception, match="REQUIRE_BROWSER=1 but"):
+        require_chromium()
+
+
+def test_deck_renders_offline_in_chromium(deck, tmp_path):
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    blocked, failed = [], []
+
+    def only_files(route):
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    start = time.perf_counter()
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw, tmp_path / "profile")
+        try:
+            page = browser.new_page()
+            page.route("**/*", only_files)
+            # MathJax's placeholder font MathJax_Blank is url('about:blank'): not a missing file
+            page.on("requestfailed", lambda r: None if r.url == "about:blank" else failed.append(r.url))
+            page.goto(deck.as_uri())
+            page.wait_for_selector(".reveal.ready", state="attached", timeout=30_000)
+            # reveal.js is loaded by require.js, so it is a module, not a global
+            page.evaluate("window.Reveal = require('vendor/reveal.js/dist/reveal.js')")
+            assert page.evaluate("Reveal.isReady()")
+            assert page.evaluate("Reveal.getTotalSlides()") >= 5
+            page.wait_for_function("window.MathJax && MathJax.isReady && MathJax.Hub.queue.pending === 0",
+                                   timeout=30_000)
+
+            def show(selector: str):
+                """Go to the slide holding the first element matching selector; return that slide."""
+                indices = page.evaluate(
+                    f"Reveal.getIndices(document.querySelector({selector!r}).closest('section'))")
+                page.evaluate(f"Reveal.slide({indices['h']}, {indices.get('v') or 0})")
+                page.wait_for_timeout(900)  # the slide transition
+                return page.locator(".slides section.present").last
+
+            math = show("div.slides .jp-MarkdownCell .MathJax_Display")
+            page.wait_for_function("MathJax.Hub.queue.pending === 0", timeout=10_000)
+            assert math.locator(".MathJax_Display").first.is_visible(), "display math is not rendered"
+            assert "$$" not in math.inner_text(), "raw $$ left on the math slide"
+            assert page.locator(".MathJax_Error, merror").count() == 0
+            page.screenshot(path=str(tmp_path / "deck-math.png"))
+
+            figure = show("div.slides .jp-OutputArea img")
+            img = figure.locator(".jp-OutputArea img").first
+            img.scroll_into_view_if_needed()
+            assert img.is_visible() and img.evaluate("i => i.complete && i.naturalWidth > 0")
+            box = img.bounding_box()
+            assert box["width"] > 200 and box["height"] > 100
+            page.screenshot(path=str(tmp_path / "deck-figure.png"))
+
+            page.evaluate("Reveal.slide(0, 0)")
+            for _ in range(page.evaluate("Reveal.getTotalSlides()")):  # visit every slide
+                page.evaluate("Reveal.next()")
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(tmp_path / "deck-last.png"))
+        finally:
+            browser.close()
+    print(f"browser check in {time.perf_counter() - start:.1f} s; screenshots in {tmp_path}")
+    assert not blocked, f"the deck tried to fetch remote resources: {blocked}"
+    assert not failed, f"local files the deck needs are missing: {failed}"
+    assert (tmp_path / "deck-figure.png").stat().st_size > 10_000
