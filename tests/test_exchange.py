@@ -6,9 +6,9 @@ import getpass
 
 import nbformat
 from conftest import ROOT
-from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeFetchFeedback, ExchangeSubmit
 from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
+from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeFetchFeedback, ExchangeSubmit
 from traitlets.config import Config
 
 from helpers.autograde import course_api, solution_answers
