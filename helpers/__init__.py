@@ -10,6 +10,8 @@ Modules, by what a learner looks for:
 - ``scaling``     lesson 03: the √d_k argument measured (score spread, softmax saturation)
 - ``masking``     lesson 04: causal and padding masks, the KV cache, the n² bill measured
 - ``positional``  lesson 05: sinusoidal encoding and RoPE references, their figures and widget
+- ``cost``        lesson 08: multiply-adds of a layer, time and memory of three attentions
+- ``claims``      lesson 10: the reasons behind each claim, shown once it is answered
 - ``plots``       figures (each takes ``ax=None`` and returns the Axes)
 - ``widgets``     thin ipywidgets wrappers with a static fallback
 - ``build``       ``python -m helpers.build``: solution notebooks and student release
