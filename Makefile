@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 
-.PHONY: setup lab test release build lint slides grade clean
+.PHONY: setup lab test release build lint slides grade hostile clean
 
 setup: $(STAMP)
 
@@ -40,6 +40,10 @@ WORKERS ?= 2
 grade: build
 	@test -n "$(LESSON)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LESSON=NN_topic SUBMISSIONS=folder"; exit 2; }
 	$(BIN)/python -m helpers.autograde $(LESSON) $(SUBMISSIONS) --workers $(WORKERS)
+
+# The slow hostile submissions (fork bomb, endless output) against the sandboxed grader.
+hostile: build
+	$(BIN)/python -m pytest tests/test_bombs.py -m bombs -p no:cacheprovider
 
 lint: setup
 	$(BIN)/ruff check helpers tests solutions

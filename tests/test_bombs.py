@@ -1,0 +1,52 @@
+"""The slow hostile cases, run by `make hostile` (not by `make test`): a fork bomb and a cell
+that prints without end, graded beside an honest student in the sandbox."""
+
+import subprocess
+
+import pytest
+from test_hostile import FULL, LESSON, _submission
+
+from helpers import sandbox
+from helpers.autograde import grade_class, solution_answers
+
+pytestmark = [pytest.mark.bombs,
+              pytest.mark.skipif(sandbox.launcher() is None, reason=sandbox.status())]
+
+FORK_BOMB = '''quiz_1 = "a"
+import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+'''
+ENDLESS = 'quiz_1 = "a"\nwhile True:\n    print("x" * 10_000)\n'
+
+
+@pytest.fixture(scope="module")
+def bombed(tmp_path_factory, built_solutions):
+    tmp = tmp_path_factory.mktemp("bombs")
+    full = solution_answers(LESSON)
+    _submission(tmp / "subs", "honest", full)
+    _submission(tmp / "subs", "forker", {**full, "quiz_1": FORK_BOMB})
+    _submission(tmp / "subs", "printer", {**full, "quiz_1": ENDLESS})
+    return grade_class(LESSON, tmp / "subs", tmp / "grading", workers=2, timeout=20)
+
+
+def test_the_class_run_survives_and_the_honest_student_keeps_full_marks(bombed):
+    assert bombed.graded["honest"] == FULL
+    assert set(bombed.graded) | set(bombed.failed) == {"honest", "forker", "printer"}
+
+
+def test_each_bomb_is_stopped_and_reported(bombed):
+    text = "\n".join(bombed.lines())
+    for student in ("forker", "printer"):
+        assert student in text
+        assert "quiz_1" in bombed.interrupted.get(student, []) or student in bombed.failed
+    # the answer was set before the endless loop: stopping the loop costs no points
+    assert bombed.graded["printer"] == FULL
+
+
+def test_no_process_of_the_sandbox_user_is_left(bombed):
+    left = subprocess.run(["pgrep", "-u", str(sandbox.NOBODY)], capture_output=True, text=True)
+    assert left.stdout.strip() == "", f"processes left behind: {left.stdout.split()}"
