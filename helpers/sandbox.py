@@ -46,7 +46,7 @@ class Limits:
     """Resource limits of a sandboxed kernel."""
 
     address_space_bytes: int = 8 * 2**30  # PyTorch alone maps a few GB of address space
-    processes: int = 256  # per user: stops fork bombs
+    processes: int = 96  # tasks (threads too) of the sandbox user: stops fork bombs early
     file_size_bytes: int = 100 * 2**20
     open_files: int = 1024
 

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 KERNEL_NAME = "python3-warm"
+_PR_SET_CHILD_SUBREAPER = 36
 PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "torch", "ipywidgets", "ipykernel.kernelapp",
            "helpers.checks", "helpers.quiz", "helpers.plots", "helpers.widgets")
 
@@ -94,6 +95,9 @@ def serve(sock_path: str, policy_file: str | None = None) -> None:
             continue
         if os.fork() == 0:  # a watcher per kernel; the kernel is its child
             listener.close()
+            import ctypes  # orphans of the kernel's children are adopted here, not by init
+
+            ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
             kernel = os.fork()
             if kernel == 0:
                 conn.close()
@@ -140,8 +144,39 @@ def _become_kernel(request: dict, fds: list[int], policy=None) -> None:
         os._exit(0)
 
 
+def _descendants(ancestor: int) -> list[int]:
+    """Every process below ``ancestor`` (from /proc), nearest first."""
+    parent_of = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parent_of[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [ancestor]
+    while frontier:
+        children = [p for p, pp in parent_of.items() if pp in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def _kill_all_but(keep: int) -> None:
+    """Kill what the kernel started (a fork bomb, a stray worker), which this watcher adopts."""
+    for pid in _descendants(os.getpid()):
+        if pid != keep:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def _watch(conn: socket.socket, pid: int) -> None:
-    """Tell the client how the kernel ended; if the client disappears first, end the kernel."""
+    """Tell the client how the kernel ended; if the client disappears first, end the kernel.
+
+    On an interrupt (a cell past its time limit) everything the kernel started is killed, so a
+    fork bomb stops with its cell instead of slowing every later cell and submission.
+    """
     _send(conn, {"pid": pid})
     conn.setblocking(False)
     code = None
@@ -149,18 +184,19 @@ def _watch(conn: socket.socket, pid: int) -> None:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             code = os.waitstatus_to_exitcode(status)
-            try:  # whatever the kernel started (a fork bomb, a stray process) ends with it
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _kill_all_but(keep=-1)
             break
         try:
-            if conn.recv(1) == b"":  # the client is gone
+            byte = conn.recv(1)
+            if byte == b"":  # the client is gone
                 os.kill(pid, signal.SIGKILL)
+            elif byte == b"i":
+                _kill_all_but(keep=pid)
         except BlockingIOError:
             pass
         except OSError:
             os.kill(pid, signal.SIGKILL)
+        _reap_adopted(pid)
         time.sleep(0.02)
     try:
         conn.setblocking(True)
@@ -168,6 +204,16 @@ def _watch(conn: socket.socket, pid: int) -> None:
     except OSError:
         pass
     os._exit(0)
+
+
+def _reap_adopted(kernel: int) -> None:
+    """Collect the orphans this watcher adopted as a subreaper, leaving the kernel alone."""
+    for pid in _descendants(os.getpid()):
+        if pid != kernel:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def _reap() -> None:
@@ -198,7 +244,9 @@ def client(connection_file: str) -> int:
     def forward(signum, _frame):
         try:
             os.kill(kernel, signum)
-        except ProcessLookupError:
+            if signum == signal.SIGINT:
+                sock.send(b"i")  # the watcher stops whatever the kernel started
+        except (ProcessLookupError, OSError):
             pass
         if signum == signal.SIGTERM:
             sys.exit(143)
