@@ -11,6 +11,9 @@ Modules, by what a learner looks for:
 - ``masking``     lesson 04: causal and padding masks, the KV cache, the n² bill measured
 - ``positional``  lesson 05: sinusoidal encoding and RoPE references, their figures and widget
 - ``cost``        lesson 08: multiply-adds of a layer, time and memory of three attentions
+- ``patches``     lesson 09: patches, token counts, the patch-size widget
+- ``image_task``  lesson 09: the generated corner-matching image task
+- ``vision``      lesson 09: the tiny ViT and the small CNN; ``python -m helpers.vision`` trains them
 - ``claims``      lesson 10: the reasons behind each claim, shown once it is answered
 - ``plots``       figures (each takes ``ax=None`` and returns the Axes)
 - ``widgets``     thin ipywidgets wrappers with a static fallback

@@ -9,8 +9,8 @@ home, write anywhere the grader can, and reach the network. Here every graded ke
   every submission), the exchange, ``/root`` and ``/home`` are hidden behind empty tmpfs
   mounts, except for the kernel's own working folder and the Python installation; ``/tmp``,
   ``/var/tmp`` and ``/dev/shm`` are fresh and private;
-- as the unprivileged user ``nobody`` (when the grader is root), which can write only its own
-  working folder and the private scratch folders;
+- as an unprivileged user id of its own (when the grader is root), which can write only its
+  own working folder and the private scratch folders;
 - with **resource limits**: address space, processes, file size, open files; plus the
   per-cell timeout of nbgrader.
 
@@ -35,7 +35,9 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-NOBODY = 65534
+# Each kernel runs as a user id of its own, 100000 + its process id: no account, no files, and
+# per-user limits (the process count) that one submission cannot exhaust for another.
+UID_BASE = 100_000
 _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 _PR_SET_NO_NEW_PRIVS = 38
@@ -101,8 +103,22 @@ def status() -> str:
     if launcher() is None:
         return ("WARNING: NOT SANDBOXED — this machine allows neither root nor user namespaces, "
                 "so students' code runs with the grader's rights (files, network)")
-    who = "as user nobody" if os.geteuid() == 0 else "in a user namespace"
+    who = "each as a user id of its own" if os.geteuid() == 0 else "in a user namespace"
     return f"sandboxed: no network, private mounts (tests, gradebook, homes hidden), limits, {who}"
+
+
+def sandbox_processes() -> list[int]:
+    """Processes running under a sandbox user id (left-overs, if any)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uid = next(int(line.split()[1]) for line in status.read_text().splitlines()
+                       if line.startswith("Uid:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        if uid >= UID_BASE:
+            found.append(int(status.parent.name))
+    return found
 
 
 # ------------------------------------------------------------------ entering the sandbox
@@ -153,10 +169,11 @@ def enter(policy: Policy, workdir: str) -> None:
                        (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(res, (value, value))
     if policy.drop_to_nobody:
-        os.chown(workdir, NOBODY, NOBODY)
+        uid = UID_BASE + os.getpid()
+        os.chown(workdir, uid, uid)
         os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
+        os.setgid(uid)
+        os.setuid(uid)
     _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
     os.environ.update(HOME="/tmp", MPLCONFIGDIR="/tmp/.matplotlib", IPYTHONDIR="/tmp/.ipython",
                       XDG_CACHE_HOME="/tmp/.cache", JUPYTER_RUNTIME_DIR="/tmp/.jupyter")

@@ -1,0 +1,179 @@
+"""Lesson 09's image task, its two models, their training, and the shipped weights and results."""
+
+import json
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from helpers import image_task as it  # never `from ... import test_set`: pytest would collect it
+from helpers import patches as pt
+from helpers import vision as v
+
+# ---------------------------------------------------------------- the task
+
+
+@pytest.fixture(scope="module")
+def held_out() -> it.ImageSet:
+    return it.test_set()
+
+
+def test_task_is_deterministic_and_seeds_differ():
+    a, b = it.make_images(64, seed=5), it.make_images(64, seed=5)
+    assert np.array_equal(a.images, b.images) and np.array_equal(a.labels, b.labels)
+    assert not np.array_equal(a.images, it.make_images(64, seed=6).images)
+    assert not np.array_equal(it.training_set(64).images, it.test_set(64).images)
+
+
+def test_task_shapes_and_balance(held_out):
+    assert held_out.images.shape == (it.N_TEST, 1, 32, 32) and held_out.images.dtype == np.float32
+    assert held_out.labels.mean() == 0.5
+    assert set(np.unique(held_out.shapes)) == set(range(len(it.SHAPE_NAMES)))
+    x, y = held_out.tensors()
+    assert x.shape == (it.N_TEST, 1, 32, 32) and y.dtype == torch.float32
+
+
+def test_label_is_whether_the_opposite_corners_match(held_out):
+    """The rule, re-derived from the pixels: find each corner's shape by matching the stamps."""
+    stamps = {name: m for name, m in it.SHAPES.items()}
+    clean = it.make_images(200, seed=3, noise=0.0)
+    for i in range(len(clean)):
+        found = []
+        for corner in range(4):
+            r, c = clean.offsets[i, corner]
+            patch = clean.images[i, 0, r:r + it.STAMP, c:c + it.STAMP]
+            lit = patch > 0
+            found.append(next(name for name, m in stamps.items() if np.array_equal(lit, m > 0)))
+            quadrant = clean.images[i, 0, 16 * (corner // 2):16 * (corner // 2 + 1),
+                                    16 * (corner % 2):16 * (corner % 2 + 1)]
+            assert np.isclose(quadrant.sum(), patch.sum()), "each shape stays inside its own quadrant"
+        assert clean.labels[i] == int(found[0] == found[3]), clean.describe(i)
+    assert "top-left" in held_out.describe(0)
+
+
+def test_distractors_are_independent_of_the_label(held_out):
+    s = held_out.shapes
+    for corner in (1, 2):
+        agree = (s[:, corner] == s[:, 0]).astype(float)
+        assert abs(agree[held_out.labels == 1].mean() - agree[held_out.labels == 0].mean()) < 0.06
+
+
+def test_make_images_refuses_nothing():
+    with pytest.raises(ValueError):
+        it.make_images(0, seed=0)
+
+
+def test_accuracy_by_pair_and_plots(held_out):
+    table = it.accuracy_by_pair(held_out, held_out.labels)
+    assert table.shape == (5, 5) and np.all(table == 1.0)
+    table = it.accuracy_by_pair(held_out, 1 - held_out.labels)
+    assert np.all(table == 0.0)
+    with pytest.raises(ValueError):
+        it.accuracy_by_pair(held_out, held_out.labels[:10])
+    assert it.plot_pair_accuracy(table).get_xlabel() == "bottom-right shape"
+    with pytest.raises(ValueError):
+        it.plot_pair_accuracy(np.zeros((3, 3)))
+    axes = it.plot_examples(held_out, [0, 1], predictions={"cnn": held_out.labels})
+    assert "cnn" in axes[0].get_title()
+    plt.close("all")
+
+
+# ---------------------------------------------------------------- the models
+
+
+def test_models_shapes_and_parameter_counts():
+    x = torch.randn(3, 1, 32, 32)
+    for name, count in (("vit", 36_929), ("cnn", 34_713)):
+        model = v.build(name)
+        assert model(x).shape == (3,)
+        assert v.n_parameters(model) == count
+    with pytest.raises(ValueError, match="unknown model"):
+        v.build("mlp")
+    with pytest.raises(ValueError, match="must divide"):
+        v.TinyViT(v.ViTConfig(patch_size=5))
+
+
+def test_vit_patch_embedding_is_patchify_times_a_matrix():
+    torch.manual_seed(0)
+    vit = v.TinyViT()
+    x = torch.randn(2, 1, 32, 32)
+    weight, bias = pt.conv_to_linear(vit.patch_embed)
+    with torch.no_grad():
+        tokens = vit.tokens(x)  # (B, 65, D)
+        want = pt.patchify(x, 4) @ weight + bias + vit.positions[:, 1:]
+    torch.testing.assert_close(tokens[:, 1:], want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(tokens[:, 0], (vit.cls + vit.positions[:, :1])[0].expand(2, -1))
+
+
+def test_vit_attention_matches_torch_and_cls_maps_are_distributions():
+    torch.manual_seed(1)
+    vit = v.TinyViT().eval()
+    block = vit.blocks[0]
+    x = torch.randn(2, 65, 32)
+    D, H = 32, vit.config.n_heads
+    with torch.no_grad():
+        _, weights = block(x)
+        q, k, _ = block.qkv(block.norm1(x)).split(D, dim=-1)
+        q, k = (t.view(2, 65, H, D // H).transpose(1, 2) for t in (q, k))
+        ones = torch.eye(65).expand(2, H, 65, 65)  # values = identity: the output is the weights
+        want = torch.nn.functional.scaled_dot_product_attention(q, k, ones)
+    torch.testing.assert_close(weights, want, rtol=1e-5, atol=1e-6)
+    maps = vit.cls_attention(torch.randn(3, 1, 32, 32))  # (L, B, H, 8, 8)
+    assert maps.shape == (4, 3, 2, 8, 8)
+    assert torch.all(maps.sum(dim=(-2, -1)) < 1.0) and torch.all(maps >= 0)  # the rest goes to [CLS]
+
+
+def test_training_runs_and_learns_a_little():
+    """A few steps on a small slice: the loop runs, the loss is finite, the weights move."""
+    config = v.TrainConfig(n_train=256, epochs=1, batch_size=64)
+    threads_before = torch.get_num_threads()
+    for name in v.MODEL_NAMES:
+        torch.manual_seed(config.seed)
+        before = [p.detach().clone() for p in v.build(name).parameters()]
+        model, history = v.train(name, config, max_steps=3)
+        assert history == [] and not model.training
+        after = list(model.parameters())
+        assert any(not torch.equal(a, b) for a, b in zip(before, after))
+    assert torch.get_num_threads() == threads_before  # one thread while training, then restored
+    with pytest.raises(ValueError):
+        v.TrainConfig(epochs=0)
+
+
+def test_run_experiment_writes_loadable_files(tmp_path):
+    config = v.TrainConfig(n_train=128, epochs=1, batch_size=64)
+    results = v.run_experiment(config, out_dir=tmp_path, processes=1, verbose=False)
+    assert set(results["models"]) == set(v.MODEL_NAMES)
+    assert json.loads((tmp_path / "results.json").read_text()) == results
+    for name in v.MODEL_NAMES:
+        entry = results["models"][name]
+        assert len(entry["history"]) == 1 and 0.0 <= entry["test_accuracy"] <= 1.0
+        model = v.load_model(name, tmp_path)
+        assert v.n_parameters(model) == entry["parameters"]
+    assert v.plot_histories(results).get_ylabel() == "test accuracy"
+    plt.close("all")
+    with pytest.raises(FileNotFoundError, match="python -m helpers.vision"):
+        v.load_model("vit", tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="python -m helpers.vision"):
+        v.load_results(tmp_path / "nowhere")
+
+
+# ---------------------------------------------------------------- the shipped files
+
+
+def test_shipped_weights_reproduce_the_shipped_results(held_out):
+    """Load data/vision/*.pt, re-evaluate on the regenerated test set, compare with results.json."""
+    results = v.load_results()
+    assert results["command"] == "python -m helpers.vision"
+    assert results["task"]["n_test"] == len(held_out) and results["training"] == json.loads(
+        json.dumps(v.TrainConfig().__dict__))
+    x, y = held_out.tensors()
+    for name in v.MODEL_NAMES:
+        entry = results["models"][name]
+        model = v.load_model(name)
+        assert v.n_parameters(model) == entry["parameters"]
+        assert entry["test_accuracy"] == entry["history"][-1]
+        # Another machine may round a logit near 0 the other way: allow two images of 2,000.
+        assert abs(v.accuracy(model, x, y) - entry["test_accuracy"]) <= 2 / len(y)
+    vit, cnn = results["models"]["vit"], results["models"]["cnn"]
+    assert cnn["test_accuracy"] > 0.95 and 0.6 < vit["test_accuracy"] < cnn["test_accuracy"]
