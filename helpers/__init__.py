@@ -7,9 +7,15 @@ Modules, by what a learner looks for:
 - ``quiz``        multiple-choice answers: format checks and grading
 - ``calculator``  the step-by-step attention lookup behind the lesson 02 widget
 - ``sentiment``   the course-review sentiment task of lesson 01
+- ``models``      lesson 01's plain RNN, LSTM and attention classifier
+- ``training``    ``python -m helpers.training``: trains them into data/sentiment (and a benchmark)
+- ``recurrence``  lesson 01: the recurrence, gradients by position, and their figures
 - ``scaling``     lesson 03: the √d_k argument measured (score spread, softmax saturation)
 - ``masking``     lesson 04: causal and padding masks, the KV cache, the n² bill measured
 - ``positional``  lesson 05: sinusoidal encoding and RoPE references, their figures and widget
+- ``heads``       lesson 06: heads, nn.MultiheadAttention's layout, head ablation of a trained model
+- ``block``       lesson 07: LayerNorm, FFN, encoder and decoder blocks, pre- vs post-norm
+- ``inspect_models``  lesson 07: what the trained models look at (the [CLS] attention widget)
 - ``cost``        lesson 08: multiply-adds of a layer, time and memory of three attentions
 - ``patches``     lesson 09: patches, token counts, the patch-size widget
 - ``image_task``  lesson 09: the generated corner-matching image task

@@ -114,6 +114,7 @@ def prepare(lesson: str, root: Path) -> None:
     from .build import build_solutions
 
     build_solutions()
+    Path(root).mkdir(parents=True, exist_ok=True)
     api = course_api(root)
     with Gradebook(api.coursedir.db_url, course_id=api.coursedir.course_id) as gb:
         try:

@@ -1,0 +1,274 @@
+"""Checks for lesson 07 (the Transformer block): ``layer_norm``, ``feed_forward``, ``encoder_block``.
+
+Every check runs on random float64 inputs and compares with ``helpers.block`` (itself tested
+against ``nn.LayerNorm`` and ``nn.TransformerEncoderLayer``); ``check_encoder_block`` compares
+with a real ``nn.TransformerEncoderLayer`` directly. Known mistakes — unbiased variance, the
+batch axis, eps outside the square root, the affine part left out, GELU, the wrong norm
+placement, a missing residual — are computed and named when the learner's result matches one.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import block as ref
+from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet
+
+LN_HINT = ("per token: mean and variance over the last dim (keepdim=True), biased variance "
+           "(divide by D, unbiased=False / correction=0), (x − mean) / sqrt(var + eps), then * gamma + beta")
+
+
+def _tensor(rng: np.random.Generator, *shape: int, scale: float = 1.0, loc: float = 0.0) -> torch.Tensor:
+    return torch.from_numpy(rng.normal(loc, scale, size=shape))
+
+
+# ---------------------------------------------------------------- layer_norm
+
+
+def _normalise(x: torch.Tensor, dims, eps: float, unbiased: bool = False, eps_inside: bool = True):
+    mean = x.mean(dim=dims, keepdim=True)
+    var = x.var(dim=dims, keepdim=True, unbiased=unbiased)
+    return (x - mean) / (torch.sqrt(var + eps) if eps_inside else torch.sqrt(var) + eps)
+
+
+def _layer_norm_mistakes(x, gamma, beta, eps) -> list[tuple[torch.Tensor, str]]:
+    """What the classic LayerNorm mistakes return for x (B, T, D)."""
+    right = _normalise(x, -1, eps)
+    return [
+        (_normalise(x, -1, eps, unbiased=True) * gamma + beta,
+         "you used the unbiased variance (divide by D − 1); LayerNorm divides by D — "
+         "x.var(-1, unbiased=False, keepdim=True) or ((x - mean)**2).mean(-1, keepdim=True)"),
+        (_normalise(x, 0, eps) * gamma + beta,
+         "you normalised over the batch (dim 0), as BatchNorm does; LayerNorm normalises each token "
+         "over its own features, the last dim"),
+        (_normalise(x, (0, 1), eps) * gamma + beta,
+         "you normalised over the batch and the tokens (dims 0 and 1), as BatchNorm does; LayerNorm "
+         "normalises each token over its own features, the last dim"),
+        (_normalise(x, 1, eps) * gamma + beta,
+         "you normalised over the wrong dim (the tokens, dim 1); normalise over the last dim (features)"),
+        (_normalise(x, (1, 2), eps) * gamma + beta,
+         "you normalised over the tokens and the features together; each token is normalised on its own "
+         "(dim=-1 only)"),
+        (_normalise(x, -1, eps, eps_inside=False) * gamma + beta,
+         "eps is outside the square root: divide by sqrt(var + eps), not sqrt(var) + eps"),
+        (_normalise(x, -1, 0.0) * gamma + beta, "eps is ignored: divide by sqrt(var + eps)"),
+        (right, "gamma and beta are ignored: after normalising, multiply by gamma and add beta"),
+        (right * gamma, "beta is ignored: add beta after multiplying by gamma"),
+        (right + beta, "gamma is ignored: multiply by gamma before adding beta"),
+        ((right + beta) * gamma, "beta is added before multiplying by gamma: normalised * gamma + beta"),
+        (x.std(-1, keepdim=True), "you return the standard deviation; return the normalised x"),
+    ]
+
+
+def check_layer_norm(layer_norm: Callable, seed: int = 0, shape: tuple[int, int, int] = (3, 5, 8),
+                     verbose: bool = True) -> None:
+    """Check a learner's ``layer_norm(x, gamma, beta, eps=1e-5)`` against ``nn.LayerNorm`` semantics."""
+    rng = np.random.default_rng(seed)
+    B, T, D = shape
+    context = f"seed={seed}, x of shape {shape}"
+    gamma, beta = _tensor(rng, D, loc=1.0, scale=0.5), _tensor(rng, D, scale=0.5)
+    # Each token has its own mean and scale, so normalising over the wrong dims shows.
+    x = _tensor(rng, B, T, D) * torch.from_numpy(rng.uniform(0.5, 3, (B, T, 1))) \
+        + torch.from_numpy(rng.normal(0, 2, (B, T, 1)))
+    cases = [(x, 1e-5, "default eps, called without eps"),
+             # small spread and a large eps: where eps sits becomes visible
+             (0.2 * x, 0.1, "eps=0.1 on inputs with a small spread")]
+    for inputs, eps, label in cases:
+        original = inputs.clone()
+        args = (inputs, gamma, beta) if label.startswith("default") else (inputs, gamma, beta, eps)
+        got = as_array(call(layer_norm, *args, what=f"layer_norm ({label})", hint=LN_HINT),
+                       f"layer_norm ({label})")
+        if not torch.equal(inputs, original):
+            raise CheckFailed("layer_norm changed x in place — compute new tensors (x - mean, not x -= mean)")
+        expect_shape(got, (B, T, D), f"layer_norm ({label})", "the output has the shape of x")
+        want = F.layer_norm(inputs, (D,), gamma, beta, eps)
+        expect_close(got, want, f"layer_norm ({label})", _layer_norm_mistakes(inputs, gamma, beta, eps),
+                     context, hint=LN_HINT)
+    vec = _tensor(rng, D, loc=3.0)
+    expect_close(as_array(call(layer_norm, vec, gamma, beta, what="layer_norm of one token (D,)"),
+                          "layer_norm of one token"),
+                 F.layer_norm(vec, (D,), gamma, beta), "layer_norm of one token of shape (D,)",
+                 context=context, hint="use dim=-1, which works for any number of leading dims")
+    passed("layer_norm matches nn.LayerNorm (per token, biased variance, eps inside the root, "
+           "gamma and beta), for 3-D and 1-D inputs", verbose)
+
+
+# ---------------------------------------------------------------- feed_forward
+
+
+def check_feed_forward(feed_forward: Callable, seed: int = 0, shape: tuple[int, int, int] = (2, 5, 6),
+                       d_ff: int = 10, verbose: bool = True) -> None:
+    """Check a learner's ``feed_forward(x, w1, b1, w2, b2)``: relu(x w1 + b1) w2 + b2."""
+    rng = np.random.default_rng(seed)
+    D = shape[-1]
+    context = f"seed={seed}, x {shape}, w1 ({D}, {d_ff}), w2 ({d_ff}, {D})"
+    x = _tensor(rng, *shape)
+    w1, b1 = _tensor(rng, D, d_ff), _tensor(rng, d_ff)
+    w2, b2 = _tensor(rng, d_ff, D), _tensor(rng, D)
+    hint = "x @ w1 + b1 is (…, d_ff); relu; then @ w2 + b2 gives (…, D). Weights are applied as x @ w"
+    got = as_array(call(feed_forward, x, w1, b1, w2, b2, what="feed_forward(x, w1, b1, w2, b2)", hint=hint),
+                   "feed_forward")
+    expect_shape(got, shape, "feed_forward(x, …)", "the output has the shape of x: (…, D)")
+    h = x @ w1 + b1
+    mistakes = [
+        (F.gelu(h) @ w2 + b2, "you used GELU (BERT, GPT, ViT); this exercise, like the original "
+                              "Transformer, uses ReLU: torch.relu"),
+        (h @ w2 + b2, "there is no non-linearity: apply relu to x @ w1 + b1"),
+        (torch.relu(h @ w2 + b2), "relu is applied after the second layer; apply it after the first only"),
+        (torch.relu(h) @ w2, "b2 is missing: add it after @ w2"),
+        (torch.relu(x @ w1) @ w2 + b2, "b1 is missing: add it before the relu"),
+        (torch.relu(h @ w2) + b2, "the relu is in the wrong place: relu(x @ w1 + b1) @ w2 + b2"),
+        (torch.sigmoid(h) @ w2 + b2, "you used a sigmoid; the FFN uses relu"),
+        (F.gelu(h, approximate="tanh") @ w2 + b2, "you used GELU (tanh approximation); use relu"),
+    ]
+    expect_close(got, ref.feed_forward(x, w1, b1, w2, b2), "feed_forward", mistakes, context, hint=hint)
+    passed("feed_forward equals relu(x w1 + b1) w2 + b2 on random inputs", verbose)
+
+
+# ---------------------------------------------------------------- encoder_block
+
+
+def random_encoder_layer(d_model: int, n_heads: int, d_ff: int, norm_first: bool, seed: int
+                         ) -> nn.TransformerEncoderLayer:
+    """A float64 ``nn.TransformerEncoderLayer`` (dropout 0, ReLU, batch_first) with every weight random,
+    LayerNorm and bias terms included, so that leaving any of them out shows."""
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, activation="relu",
+                                           batch_first=True, norm_first=norm_first).double()
+    with torch.no_grad():
+        for name, p in layer.named_parameters():
+            if name.endswith("bias") or "norm" in name:
+                centre = 1.0 if "norm" in name and name.endswith("weight") else 0.0  # gamma near 1
+                p.copy_(torch.randn_like(p) * 0.5 + centre)
+    return layer.train()  # train mode with dropout 0: the plain path, no fused fast path
+
+
+def run_layer(layer: nn.TransformerEncoderLayer, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The nn layer's output; ``mask`` uses the course convention and is inverted for nn (True = blocked)."""
+    with quiet(), torch.no_grad():
+        if mask is None:
+            return layer(x)
+        if mask.ndim == 2:  # (T, T): a causal or other attention mask
+            return layer(x, src_mask=~mask)
+        return layer(x, src_key_padding_mask=~mask[:, 0, 0, :])  # (B, 1, 1, T) -> (B, T)
+
+
+def _ln_variant(kind: str) -> Callable:
+    def wrong(x, gamma, beta, eps=1e-5):
+        if kind == "unbiased":
+            return _normalise(x, -1, eps, unbiased=True) * gamma + beta
+        if kind == "batch":
+            return _normalise(x, 0, eps) * gamma + beta
+        if kind == "tokens":
+            return _normalise(x, 1, eps) * gamma + beta
+        if kind == "eps":
+            return _normalise(x, -1, eps, eps_inside=False) * gamma + beta
+        return _normalise(x, -1, eps)  # "affine": gamma and beta ignored
+    return wrong
+
+
+def _variant(x, p, n_heads, norm_first, mask, ln=ref.layer_norm, act=torch.relu,
+             residual=(True, True)) -> torch.Tensor:
+    """The encoder layer with one piece swapped: what a learner's mistake computes."""
+    eps = p["eps"]
+
+    def attn(t):
+        return ref.multi_head(t, t, p, n_heads, mask)[0]
+
+    def ffn(t):
+        return act(t @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+    def norm(t, i):
+        return ln(t, p[f"ln{i}_gamma"], p[f"ln{i}_beta"], eps)
+
+    skip1, skip2 = (1.0 if r else 0.0 for r in residual)
+    if norm_first:
+        x = skip1 * x + attn(norm(x, 1))
+        return skip2 * x + ffn(norm(x, 2))
+    x = norm(skip1 * x + attn(x), 1)
+    return norm(skip2 * x + ffn(x), 2)
+
+
+def _block_mistakes(x, p, n_heads, norm_first, mask) -> list[tuple[torch.Tensor, str]]:
+    placement = ("pre-norm (norm_first=True): x + attention(LayerNorm(x)), then x + FFN(LayerNorm(x))"
+                 if norm_first else
+                 "post-norm (norm_first=False): LayerNorm(x + attention(x)), then LayerNorm(x + FFN(x))")
+    found = [
+        (_variant(x, p, n_heads, not norm_first, mask),
+         f"the LayerNorms are in the other place — this is {'post' if norm_first else 'pre'}-norm; "
+         f"norm_first={norm_first} asks for {placement}"),
+        (_variant(x, p, n_heads, norm_first, mask, residual=(False, True)),
+         f"the residual around the attention sub-layer is missing — {placement}"),
+        (_variant(x, p, n_heads, norm_first, mask, residual=(True, False)),
+         f"the residual around the feed-forward sub-layer is missing — {placement}"),
+        (_variant(x, p, n_heads, norm_first, mask, residual=(False, False)),
+         f"both residual connections are missing — {placement}"),
+        (_variant(x, p, n_heads, norm_first, mask, act=F.gelu),
+         "the FFN uses GELU; nn.TransformerEncoderLayer here (and this exercise) uses ReLU"),
+        (_variant(x, p, n_heads, norm_first, mask, ln=_ln_variant("unbiased")),
+         "LayerNorm uses the unbiased variance (D − 1); use the biased one, as nn.LayerNorm does"),
+        (_variant(x, p, n_heads, norm_first, mask, ln=_ln_variant("batch")),
+         "LayerNorm normalises over the batch (dim 0); normalise each token over its features (dim -1)"),
+        (_variant(x, p, n_heads, norm_first, mask, ln=_ln_variant("tokens")),
+         "LayerNorm normalises over the tokens (dim 1); normalise each token over its features (dim -1)"),
+        (_variant(x, p, n_heads, norm_first, mask, ln=_ln_variant("eps")),
+         "LayerNorm has eps outside the square root: sqrt(var + eps)"),
+        (_variant(x, p, n_heads, norm_first, mask, ln=_ln_variant("affine")),
+         "the LayerNorms ignore their gamma and beta (params['ln1_gamma'], …): multiply and add them"),
+    ]
+    if mask is not None:
+        found += [
+            (_variant(x, p, n_heads, norm_first, None),
+             "the mask is ignored: pass it to the attention (True = may attend; blocked scores -> -inf)"),
+            (_variant(x, p, n_heads, norm_first, ~mask),
+             "the mask is inverted: in this course True means *may attend*, so block where it is False"),
+        ]
+    return found
+
+
+def check_encoder_block(encoder_block: Callable, seed: int = 0, batch: int = 3, length: int = 5,
+                        d_model: int = 8, n_heads: int = 2, d_ff: int = 12, verbose: bool = True) -> None:
+    """Check a learner's ``encoder_block(x, params, n_heads, norm_first=True, mask=None)`` against
+    ``nn.TransformerEncoderLayer`` for pre-norm and post-norm, without and with a padding mask."""
+    rng = np.random.default_rng(seed)
+    x = _tensor(rng, batch, length, d_model)
+    lengths = torch.from_numpy(rng.integers(1, length + 1, size=batch))
+    lengths[0] = length
+    keep = (torch.arange(length)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, T)
+    hint = ("pre-norm: h = x + attention(LN1(x)); out = h + FFN(LN2(h)). "
+            "post-norm: h = LN1(x + attention(x)); out = LN2(h + FFN(h)). "
+            "Attention: q = x @ w_q + b_q (…), split into heads, scaled dot-product "
+            "with the mask, merge the heads, @ w_o + b_o")
+    for norm_first in (True, False):
+        layer = random_encoder_layer(d_model, n_heads, d_ff, norm_first, seed)
+        params = ref.encoder_params(layer)
+        for mask in (None, keep):
+            label = (f"norm_first={norm_first}, " + ("no mask" if mask is None else
+                     f"padding mask of lengths {lengths.tolist()}"))
+            original = x.clone()
+            kwargs = {"norm_first": norm_first} if mask is None else {"norm_first": norm_first, "mask": mask}
+            got = as_array(call(encoder_block, x, params, n_heads, what=f"encoder_block ({label})", hint=hint,
+                                **kwargs), f"encoder_block ({label})")
+            if not torch.equal(x, original):
+                raise CheckFailed("encoder_block changed x in place — write x = x + …, not x += …")
+            expect_shape(got, tuple(x.shape), f"encoder_block ({label})", "the output has the shape of x")
+            want = run_layer(layer, x, mask)
+            # Padded positions hold no token: compare only the real ones (nn may zero the others).
+            real = (keep[:, 0, 0, :, None].expand_as(x) if mask is not None
+                    else torch.ones_like(x, dtype=torch.bool)).numpy()
+            mistakes = [(np.where(real, m.numpy(), 0.0), msg)
+                        for m, msg in _block_mistakes(x, params, n_heads, norm_first, mask)]
+            expect_close(np.where(real, got, 0.0), np.where(real, want.numpy(), 0.0),
+                         f"encoder_block ({label})", mistakes,
+                         f"seed={seed}, B={batch}, T={length}, D={d_model}, H={n_heads}", hint=hint)
+    passed("encoder_block equals nn.TransformerEncoderLayer (dropout 0, ReLU, batch_first) for "
+           "norm_first True and False, with and without a padding mask", verbose)
+

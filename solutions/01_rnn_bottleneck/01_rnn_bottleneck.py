@@ -1,0 +1,398 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · Why recurrent networks forget
+#
+# **Promise:** by the end you can write a recurrent network's forward pass, measure how fast its
+# gradient fades with distance, and say — with numbers from a real experiment — what went wrong
+# with plain RNNs, what LSTMs fixed, and what attention adds.
+#
+# **You will**
+# - write the recurrence `h_t = tanh(x_t W_x + h_{t−1} W_h + b)` in NumPy and match PyTorch's
+#   `nn.RNN` (exercise 1);
+# - see the two costs of reading one word at a time: long paths and no parallelism;
+# - meet the course-review sentiment task that lessons 01, 06 and 07 share;
+# - write a function that measures how strongly each input position moves an output (exercise 2),
+#   and use it on an RNN, an LSTM and an attention model before training;
+# - read the results of training all three, three seeds each.
+#
+# **Time:** about 50 minutes. Each exercise is followed by a check cell: run it, and if it
+# fails, its message names the most likely mistake.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from IPython.display import Markdown, display
+
+from helpers import recurrence as reference
+from helpers import sentiment
+from helpers.checks.core import expect_close, fresh_seeds, quiet
+from helpers.checks.recurrence import check_gradient_by_position, check_rnn_forward
+from helpers.models import LABELS, build, n_parameters
+from helpers.quiz import check_choice, grade_choice
+from helpers.recurrence_plots import plot_gradient_by_distance, plot_lengths, plot_paths
+from helpers.training import accuracy_ranges, load_results, results_markdown, run_experiment
+
+np.set_printoptions(precision=3, suppress=True)
+
+# %% [markdown]
+# ## Reading one word at a time
+#
+# Before attention, a sentence was read by a **recurrent neural network** (RNN): one word at a
+# time, left to right. After each word it updates a **hidden state** `h_t`, a vector that has to
+# carry everything the network knows about the words so far:
+#
+# $$h_t = \tanh\left(x_t W_x + h_{t-1} W_h + b\right), \qquad h_0 = 0 \text{ (or a given start)}$$
+#
+# | symbol | shape | what it is |
+# |---|---|---|
+# | `x_t` | `(d_in,)` | the embedding of word `t` (row `t` of `x`, which is `(T, d_in)`) |
+# | `W_x` | `(d_in, d_h)` | input weights: the same for every step |
+# | `W_h` | `(d_h, d_h)` | recurrent weights: how the old state feeds the new one |
+# | `b`, `h_t` | `(d_h,)` | bias and hidden state |
+#
+# Papers often write `W_x x_t + W_h h_{t−1}` with column vectors; this course keeps tokens as
+# **rows**, so weights multiply from the right. A classifier reads the last state `h_T` and maps
+# it to an answer: everything about the first word has to survive `T` updates to get there.
+#
+# **Exercise 1 (3 points).** Write `rnn_forward(x, w_x, w_h, b, h0=None)` in NumPy. It returns
+# all states `H` of shape `(T, d_h)` — row `t` is `h_t` after reading `x[t]` — starting from
+# `h0`, or from zeros when `h0` is `None`. A plain Python loop over the rows of `x` is exactly
+# right: that loop *is* the recurrence.
+
+# %% nbgrader={"grade": false, "grade_id": "rnn_forward", "locked": false, "schema_version": 3, "solution": true}
+def rnn_forward(x, w_x, w_h, b, h0=None):
+    """Hidden states H (T, d_h) of h_t = tanh(x_t w_x + h_{t-1} w_h + b) for x (T, d_in)."""
+    ### BEGIN SOLUTION
+    h = np.zeros(w_h.shape[0]) if h0 is None else np.asarray(h0, dtype=float)
+    states = []
+    for x_t in x:
+        h = np.tanh(x_t @ w_x + h @ w_h + b)
+        states.append(h)
+    return np.stack(states)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "rnn_forward_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+check_rnn_forward(rnn_forward)
+### BEGIN HIDDEN TESTS
+for seed, shape in zip(fresh_seeds(3), [(1, 2, 5), (12, 6, 3), (40, 8, 8)]):
+    check_rnn_forward(rnn_forward, seed, *shape, verbose=False)
+_seed = fresh_seeds(1)[0]
+torch.manual_seed(_seed % 2**31)
+_rnn = torch.nn.RNN(5, 7, dtype=torch.float64)  # both of PyTorch's biases non-zero
+_x, _h0 = torch.randn(9, 5, dtype=torch.float64), torch.randn(7, dtype=torch.float64).tanh()
+_w_x, _w_h = _rnn.weight_ih_l0.detach().numpy().T, _rnn.weight_hh_l0.detach().numpy().T
+_b = (_rnn.bias_ih_l0 + _rnn.bias_hh_l0).detach().numpy()
+with torch.no_grad():
+    _want, _want_h0 = _rnn(_x)[0].numpy(), _rnn(_x, _h0[None])[0].numpy()
+with quiet():
+    _got, _got_h0 = rnn_forward(_x.numpy(), _w_x, _w_h, _b, None), rnn_forward(_x.numpy(), _w_x, _w_h, _b, _h0.numpy())
+expect_close(_got, _want, "rnn_forward against torch.nn.RNN (h0=None passed explicitly)")
+expect_close(_got_h0, _want_h0, "rnn_forward against torch.nn.RNN with a given h0")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Your loop against PyTorch
+#
+# `torch.nn.RNN` computes the same recurrence, but it stores its weights the other way round:
+# `weight_ih_l0` is `(d_h, d_in)`, the transpose of our `w_x`, because it computes `W x` for
+# column vectors. It also keeps two biases, `bias_ih` and `bias_hh`, whose sum plays the role of
+# `b`. Copy them over and compare (this cell uses your function):
+
+# %%
+torch.manual_seed(0)
+torch_rnn = torch.nn.RNN(input_size=3, hidden_size=4, batch_first=True)
+print("weight_ih_l0:", tuple(torch_rnn.weight_ih_l0.shape), " weight_hh_l0:", tuple(torch_rnn.weight_hh_l0.shape))
+x_demo = torch.randn(1, 5, 3)  # (B, T, d_in): one sequence of five inputs
+with torch.no_grad():
+    H_torch = torch_rnn(x_demo)[0][0].numpy()  # (T, d_h)
+w_x = torch_rnn.weight_ih_l0.detach().numpy().T  # (d_in, d_h)
+w_h = torch_rnn.weight_hh_l0.detach().numpy().T  # (d_h, d_h)
+b = (torch_rnn.bias_ih_l0 + torch_rnn.bias_hh_l0).detach().numpy()  # (d_h,)
+H_mine = rnn_forward(x_demo[0].numpy(), w_x, w_h, b)
+print("largest difference from nn.RNN:", np.abs(H_mine - H_torch).max())
+
+# %% [markdown]
+# ## Two costs of the recurrence
+#
+# The loop you wrote has two properties that no amount of tuning removes.
+#
+# 1. **Long paths.** The first word reaches the output only through every later state. During
+#    training its gradient travels the same chain backwards and is multiplied, once per step, by
+#    the Jacobian `∂h_t/∂h_{t−1} = diag(1 − h_t²) W_hᵀ`: the recurrent weights times the slope of
+#    tanh, which is at most 1. If these factors shrink a vector by about the same amount every
+#    step, the gradient shrinks **exponentially** with the distance — the *vanishing gradient*
+#    (Bengio et al., 1994; Pascanu et al., 2013). If they grow it, it explodes.
+# 2. **No parallelism.** Step `t` needs `h_{t−1}`, so a 50-word review takes 50 steps one after
+#    the other, however many cores the machine has. Attention, as the right panel shows, connects
+#    every word to the output directly, and all words are processed at the same time.
+
+# %%
+plot_paths("the lecture was not very helpful".split())
+plt.show()
+
+# %% [markdown]
+# How fast is "exponentially"? If every step multiplied the gradient by 0.5, forty steps would
+# leave this much of it:
+
+# %%
+print(f"0.5 ** 40 = {0.5 ** 40:.1e}")
+
+# %% [markdown]
+# ## The task: course reviews where the answer sits at the start
+#
+# To see the first cost directly we need a task where the deciding words can be far from the
+# end. `helpers.sentiment` generates short course reviews from templates, over a vocabulary of
+# 89 words, so the right answer is always known:
+#
+# - the label depends only on the **first adjective** and whether `not` or `never` stands before
+#   it (`not very helpful` is negative, `never boring` positive);
+# - **filler phrases** (`in the winter semester`, `if you ask me`, …) carry no sentiment and
+#   push the deciding words away from the end;
+# - a **distractor** clause (`although the coffee was great`) adds a second sentiment word that
+#   must be ignored.
+
+# %%
+train = sentiment.training_set()  # the 8,000 training reviews (the same for every run)
+for words, label in list(zip(train.sentences, train.labels))[:5]:
+    print(f"{'positive' if label else 'negative'} ({len(words):2d} words): {' '.join(words)}")
+
+# %% [markdown]
+# A training review has 0 to 8 filler phrases and, half of the time, a distractor. Four test sets
+# of 1,000 reviews each isolate the distance: no fillers and no distractor; a distractor only;
+# 4 fillers; 8 fillers (42 to 60 words). The histogram shows where the training reviews lie:
+
+# %%
+lengths = np.array([len(words) for words in train.sentences])
+last_decides = np.mean([words[-1] in sentiment.POSITIVE + sentiment.NEGATIVE
+                        and not set(words) & set(sentiment.CONNECTORS) for words in train.sentences])
+plot_lengths(train)
+plt.show()
+print(f"median length {np.median(lengths):.0f} words; {np.mean(lengths >= 30):.0%} have 30 words or more")
+print(f"reviews whose deciding adjective is the very last word: {last_decides:.1%}")
+
+# %% [markdown]
+# ## How far does a gradient reach?
+#
+# To measure the first cost, ask: *how much would the output change if one input word's
+# embedding changed a little?* That is the size of the gradient of the output with respect to
+# that word's embedding, one number per position.
+#
+# **Exercise 2 (3 points).** Write `gradient_by_position(f, x)` in PyTorch. `f` maps a `(T, d)`
+# tensor to a scalar tensor; return the `(T,)` tensor whose entry `t` is the L2 norm of
+# `∂f/∂x_t` (row `t` of the gradient). Three rules:
+#
+# - work on a copy, `x.detach().clone().requires_grad_(True)`: the caller's `x` must come back
+#   untouched — no `requires_grad`, no `.grad`, same values;
+# - `torch.autograd.grad(output, inputs)` returns the gradient without storing it anywhere;
+# - return the norms detached from the graph (they are measurements, not part of a model).
+
+# %% nbgrader={"grade": false, "grade_id": "gradient_by_position", "locked": false, "schema_version": 3, "solution": true}
+def gradient_by_position(f, x):
+    """L2 norm of ∂f/∂x_t for each row t of x (T, d) -> (T,), detached; x is left untouched."""
+    ### BEGIN SOLUTION
+    leaf = x.detach().clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(f(leaf), leaf)  # (T, d)
+    return grad.norm(dim=1).detach()
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "gradient_by_position_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+check_gradient_by_position(gradient_by_position)
+### BEGIN HIDDEN TESTS
+for seed, (T, d) in zip(fresh_seeds(3), [(1, 4), (12, 3), (30, 16)]):
+    check_gradient_by_position(gradient_by_position, seed, T, d, verbose=False)
+torch.manual_seed(fresh_seeds(1)[0] % 2**31)
+_model = build("lstm").double()
+_ids, _lengths = sentiment.encode([sentiment.training_set(1, seed=fresh_seeds(1)[0]).sentences[0]])
+_emb = _model.embed(_ids)[0].detach()
+_f = lambda e: _model.from_embeddings(e[None], _lengths)[0]  # noqa: E731
+with quiet():
+    _got = gradient_by_position(_f, _emb)
+expect_close(_got, reference.gradient_by_position(_f, _emb), "gradient norms of an LSTM's logit by word")
+assert not _emb.requires_grad and _emb.grad is None, "gradient_by_position must leave x untouched"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Three models before training
+#
+# Now apply the measurement to the three models of this lesson's experiment (`helpers.models`),
+# straight from their random initialisation:
+#
+# - a **plain RNN**: embeddings of width 16, hidden state of width 32, one output logit;
+# - an **LSTM** of the same widths (Hochreiter & Schmidhuber, 1997);
+# - a **2-layer attention classifier** of width 32 that reads its answer from a `[CLS]` token put
+#   in front of the review (lessons 02 to 07 take it apart).
+#
+# For long reviews (8 fillers and a distractor), the gradient of each model's logit with
+# respect to every word's embedding, divided by the last word's, by distance from the end. The
+# cell uses the course's reference `gradient_by_position`; yours gives the same numbers.
+
+# %%
+for name in ("rnn", "lstm", "attention"):
+    print(f"{LABELS[name]:<22} {n_parameters(build(name)):>6,} parameters")
+before = reference.gradient_profile(seeds=(0, 1, 2), n_reviews=10)
+plot_gradient_by_distance(before, mark=40)
+plt.show()
+for name in before.ratios:
+    print(f"{LABELS[name]:<22} word 40 before the end: {before.at(name, 40):.1e} of the last word's gradient")
+step = before.at("rnn", 40) ** (1 / 40)
+print(f"plain RNN: the same as multiplying by {step:.2f} at each of the 40 steps")
+
+# %% [markdown]
+# Read the chart from left to right. For the plain RNN the curve falls in a straight line on the
+# log scale — exponential decay — and a word 40 positions back gets about 10⁻¹² of the last
+# word's gradient (the exact median is printed above). Whatever the first adjective says, training
+# barely hears it. The LSTM decays too at initialisation, though more slowly; the attention
+# model's curve is flat, because every word is one attention step away from `[CLS]`.
+#
+# ## The experiment: train all three
+#
+# All three models were trained the same way: the 8,000 training reviews above, Adam (learning
+# rate 0.01), 20 epochs, three seeds each. The command `python -m helpers.training` does it in a
+# few minutes and stores the weights and the accuracies in `data/sentiment/`; it reproduces the
+# stored files exactly on the same machine. This lesson loads them. Set `RETRAIN = True` to train
+# all nine runs again here instead.
+
+# %%
+RETRAIN = False
+results = run_experiment(out_dir=None) if RETRAIN else load_results()
+display(Markdown(results_markdown(results)))
+ranges = accuracy_ranges(results)
+for name, by_set in ranges.items():
+    low = min(lo for lo, _ in by_set.values())
+    high = max(hi for _, hi in by_set.values())
+    print(f"{LABELS[name]:<22} every test set and seed between {low:.1%} and {high:.1%}")
+
+# %% [markdown]
+# The plain RNN is at or near chance on **every** test set — a coin flip scores 50% — even on
+# `no_fillers`, whose reviews have four to seven words and end on the deciding adjective, where it
+# is at best a few points better. It does not handle short reviews and fail on long ones: it
+# never really finds the signal. The LSTM and the attention model are right on (nearly) every
+# review, at every distance.
+#
+# **The LSTM's trick.** Besides `h_t`, an LSTM carries a cell state updated by *adding*:
+# `c_t = f_t ⊙ c_{t−1} + i_t ⊙ c̃_t`. When the forget gate `f_t` is close to 1, `c_t` passes
+# `c_{t−1}` on almost unchanged, and so does the gradient: an additive path that training can
+# learn to keep open. Measure the three trained models (seeds 0–2 from `data/`) the same way as
+# before training:
+
+# %%
+after = reference.gradient_profile(seeds=(0, 1, 2), n_reviews=10, trained=True)
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True, layout="constrained")
+plot_gradient_by_distance(before, ax=axes[0], title="before training")
+plot_gradient_by_distance(after, ax=axes[1], title="after training")
+plt.show()
+for name in after.ratios:
+    print(f"{LABELS[name]:<22} at distance 40: {before.at(name, 40):.1e} before training, "
+          f"{after.at(name, 40):.1e} after")
+
+# %% [markdown]
+# After training, the LSTM's gradient at distance 40 is several orders of magnitude larger than
+# at initialisation: training opened the path. The plain RNN's stayed shut. (In these reviews the
+# last word is the distractor's adjective, which the trained LSTM and attention model learned to
+# ignore, so "relative to the last word" flatters them a little; the RNN has no such excuse.)
+#
+# **Think (2 points, graded by hand).** The plain RNN is near chance even on `no_fillers`, where
+# the deciding adjective is the *last* word — a path of a single step. Using the histogram of
+# training lengths and the gradient chart, explain in three or four sentences why training did
+# not teach it even this easy case.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "why_short_fails", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# Full marks for both points. (1) What is learned comes from the training set, and most training
+# reviews are long: their deciding words sit 10–50 steps before the end, where the RNN's gradient
+# is 10⁻⁴ to 10⁻¹² of the last word's, so the rule "first adjective, flipped by not/never" never
+# gets a usable training signal. (2) The shortcut "read the last word" is wrong on almost all
+# training reviews — only about 5% end on the deciding adjective; the rest end on a filler or on
+# the distractor's adjective, which is independent of the label — so learning it would not lower
+# the training loss either. Hence the model learns neither, and is at chance on short test reviews
+# too: the failure is in training, not in the RNN's ability to represent short reviews.
+# One point for only one of the two; no points for "short reviews are too short to learn from".
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Quiz
+#
+# Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
+# only confirms that your answer is recorded; the grade comes with the feedback.
+#
+# **1.** Backwards through each step of an RNN, the gradient shrinks by a factor of about 0.6.
+# Compared with the last word, a word 30 steps earlier gets a gradient that is about…
+# (a) 30 times smaller · (b) 0.6 times as large · (c) 10⁻⁷ times as large · (d) just as large
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
+quiz_1 = None
+### BEGIN SOLUTION
+quiz_1 = "c"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_1, "abcd", "quiz_1")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_1, "c", "the factors multiply: 0.6 ** 30 ≈ 2e-7, exponential in the distance")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **2.** A one-layer RNN reads a 50-word review on a machine with 1,000 cores. How many steps
+# must run one after the other?
+# (a) 1 · (b) about 6, log₂ 50 · (c) 50 · (d) 2,500
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
+quiz_2 = None
+### BEGIN SOLUTION
+quiz_2 = "c"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_2, "abcd", "quiz_2")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_2, "c", "step t needs h_{t-1}: the 50 updates form a chain that extra cores "
+             "cannot shorten")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **3.** In an LSTM, `c_t = f_t ⊙ c_{t−1} + i_t ⊙ c̃_t`. What lets information about an early
+# word — and its gradient — survive many steps?
+# (a) a forget gate `f_t` close to 1, so `c_{t−1}` is passed on by addition ·
+# (b) the tanh in `c̃_t` · (c) an input gate `i_t` close to 1 at every step ·
+# (d) a wider embedding
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
+quiz_3 = None
+### BEGIN SOLUTION
+quiz_3 = "a"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_3, "abcd", "quiz_3")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_3, "a", "with f_t ≈ 1 the cell state is copied forward by addition, and "
+             "∂c_t/∂c_{t-1} = f_t ≈ 1 does not shrink the gradient; an input gate open at every "
+             "step would overwrite the early word instead")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - An RNN updates one state per word, `h_t = tanh(x_t W_x + h_{t−1} W_h + b)`; PyTorch's
+#   `nn.RNN` stores the transposed weights and two biases.
+# - Its two costs: the path from an early word to the output is as long as the review, and the
+#   steps cannot run in parallel.
+# - Measured, not assumed: at initialisation a plain RNN's gradient 40 words back is about 10⁻¹²
+#   of the last word's, and a plain RNN trained on the review task stays at or near chance
+#   everywhere.
+# - The honest summary: the vanishing gradient is a real, measurable problem of plain RNNs, and
+#   LSTMs — with their additive cell path — largely fixed it for accuracy (near 100% here). What
+#   attention adds is a **constant path length** and **full parallelism**, which is what made
+#   much larger models trainable.
+#
+# **Next:** lesson 02 builds attention itself, as a lookup you can differentiate.

@@ -1,0 +1,466 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · Several lookups at once: multi-head attention
+#
+# **Promise:** by the end you can cut attention into heads and glue them back together without
+# scrambling a single number, match PyTorch's `nn.MultiheadAttention` to the last digit, and
+# measure which heads of a trained model actually matter.
+#
+# **You will**
+# - compute why 8 heads of width 64 cost about as much as one head of width 512;
+# - see the classic reshape-without-transpose bug on a tensor whose numbers say where they came
+#   from, then write `split_heads` and `merge_heads` (exercises 1 and 2);
+# - write `multi_head_attention` (exercise 3) and check it against `nn.MultiheadAttention` by
+#   copying its weights and flipping its mask;
+# - remove the heads of lesson 01's trained classifier one at a time and measure what is lost.
+#
+# **Time:** about 50 minutes. Each exercise is followed by a check cell: run it, and if it
+# fails, its message names the most likely mistake.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from torch import nn
+
+from helpers import heads as reference
+from helpers import training
+from helpers.checks.core import as_array, expect_close, fresh_seeds, quiet
+from helpers.checks.heads import (
+    check_merge_heads,
+    check_multi_head_attention,
+    check_split_heads,
+    to_torch_mha,
+)
+from helpers.quiz import check_choice, grade_choice
+
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## One lookup per token is not enough
+#
+# In *"the food was not good"*, the word *good* needs two things at once: the *not* that flips
+# it, and the *food* it describes. One attention pattern gives each query one set of weights —
+# one blend. **Multi-head attention** runs `H` attentions side by side, each with its own,
+# smaller projections, and glues their answers together:
+#
+# $$\mathrm{head}_h = \mathrm{Attention}(X W_Q^{(h)},\; X W_K^{(h)},\; X W_V^{(h)}), \qquad
+# \mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_H)\, W_O .$$
+#
+# In practice nobody stores `H` small matrices. One `(D, D)` matrix `W_Q` holds all of them:
+# its columns `h·d_h … (h+1)·d_h − 1` are head `h`'s projection, with `d_h = D / H`. So we
+# project once, `Q = X W_Q` of shape `(B, T, D)`, and then **cut each token's `D` features into
+# `H` slices of width `d_h`**. Each head attends with its slice, scaled by `√d_h` (the width of
+# *its* queries); the `H` outputs are laid side by side again and mixed by `W_O`.
+#
+# | tensor | shape |
+# |---|---|
+# | `x`, `Q = x W_Q` | `(B, T, D)` |
+# | split into heads | `(B, H, T, d_h)` |
+# | weights of every head | `(B, H, T_q, T_kv)` |
+# | heads merged, then `@ W_O` | `(B, T, D)` |
+
+# %% [markdown]
+# ### What eight heads cost
+#
+# The original Transformer uses `D = 512` and `H = 8` heads of `d_h = 64`. Count the
+# multiply-adds of one attention layer for `n = 100` tokens, and its parameters (no biases):
+
+# %%
+n = 100
+configs = {"8 heads of 64": (8, 64), "1 head of 512": (1, 512), "8 heads of 512": (8, 512)}
+costs = {name: reference.attention_cost(n, 512, h, d) for name, (h, d) in configs.items()}
+print(f"{'':<16}{'projections':>13}{'scores':>12}{'mix':>12}{'W_O':>12}{'total':>13}{'parameters':>12}"
+      f"{'score entries':>15}")
+for name, c in costs.items():
+    print(f"{name:<16}{c['projections']:>13,}{c['scores']:>12,}{c['mix']:>12,}{c['output']:>12,}"
+          f"{c['total']:>13,}{c['parameters']:>12,}{c['score_entries']:>15,}")
+
+# %% [markdown]
+# Eight narrow heads and one wide head do exactly the same multiply-adds and hold the same
+# `4·D²` parameters: each head does one eighth of the work. What grows with `H` is the number
+# of score entries — `H` matrices of `n × n` — so the softmax and the memory for the weights
+# grow; that is why the cost is only *about* the same. Eight heads of full width would cost
+# eight times as much.
+#
+# Does splitting help? Vaswani et al. (2017, Table 3, rows A) kept the computation constant and
+# varied `H`: a single head was 0.9 BLEU worse than eight on their English–German development
+# set, and quality also dropped with too many heads (32 heads of width 16). Several narrow
+# lookups beat one wide one, up to a point.
+
+# %% [markdown]
+# ## Cutting the features into heads
+#
+# Here is the bug almost everyone writes once. Take a tiny batch of 3 tokens with 6 features,
+# where the entry for token `t`, feature `f` is the number `10·t + f`: `23` is token 2's
+# feature 3. We want 2 heads of width 3 — head 0 gets features 0–2 of every token, head 1
+# features 3–5.
+
+# %%
+x_tag = reference.tagged_tokens(3, 6)  # (B, T, D) = (1, 3, 6), entry 10·t + f
+print("x_tag[0] (one row per token):\n", x_tag[0])
+right = x_tag.reshape(1, 3, 2, 3).transpose(1, 2)  # (B, T, H, d_h) -> (B, H, T, d_h)
+wrong = x_tag.reshape(1, 2, 3, 3)  # straight to (B, H, T, d_h): no transpose
+for h in range(2):
+    print(f"\nhead {h}, reshape + transpose:\n", right[0, h])
+    print(f"head {h}, reshape only:\n", wrong[0, h])
+
+# %% [markdown]
+# With the transpose, head 0's rows are `0 1 2`, `10 11 12`, `20 21 22`: the first three features
+# of tokens 0, 1 and 2. Without it, head 0's "second token" is `3 4 5` — the *other half of
+# token 0* — and its third is token 1. The shape is right, nothing crashes, and the model
+# attends between half-tokens. `reshape` only re-reads the numbers in memory order (token by
+# token, feature by feature), so the axis for heads must first appear *after* the token axis,
+# `(B, T, H, d_h)`, and then be moved in front of it.
+#
+# **Exercise 1 (2 points).** Write `split_heads(x, n_heads)`: a torch tensor `(B, T, D)` →
+# `(B, H, T, D/H)`, head `h` holding features `h·D/H … (h+1)·D/H − 1` of every token. (Raising a
+# `ValueError` when `D` is not divisible by `n_heads` is a good habit, not graded.)
+
+# %% nbgrader={"grade": false, "grade_id": "split_heads", "locked": false, "schema_version": 3, "solution": true}
+def split_heads(x, n_heads):
+    """(B, T, D) -> (B, H, T, D/H): each token's features cut into n_heads contiguous slices."""
+    ### BEGIN SOLUTION
+    B, T, D = x.shape
+    if D % n_heads:
+        raise ValueError(f"D = {D} is not divisible by n_heads = {n_heads}")
+    return x.reshape(B, T, n_heads, D // n_heads).transpose(1, 2)  # (B, H, T, d_h)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "split_heads_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+check_split_heads(split_heads)
+### BEGIN HIDDEN TESTS
+for seed in fresh_seeds(3):
+    check_split_heads(split_heads, seed=seed, verbose=False)
+_g = torch.Generator().manual_seed(fresh_seeds(1)[0])
+_x = torch.randn(4, 7, 10, generator=_g)
+with quiet():
+    _s = as_array(split_heads(_x, 5), "split_heads(x (4, 7, 10), 5)")
+for _h in range(5):
+    expect_close(_s[:, _h], _x[..., 2 * _h : 2 * _h + 2].numpy(),
+                 f"head {_h} of split_heads(x (4, 7, 10), 5) must be features {2 * _h}–{2 * _h + 1}")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 2 (2 points).** Write `merge_heads(x)`: `(B, H, T, d_h)` → `(B, T, H·d_h)`, the
+# heads side by side for every token, head 0 first — the exact inverse of `split_heads`. The
+# same trap waits in reverse: move the head axis back behind the tokens *before* reshaping.
+
+# %% nbgrader={"grade": false, "grade_id": "merge_heads", "locked": false, "schema_version": 3, "solution": true}
+def merge_heads(x):
+    """(B, H, T, d_h) -> (B, T, H·d_h): the heads laid side by side again."""
+    ### BEGIN SOLUTION
+    B, H, T, d_h = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * d_h)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "merge_heads_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+check_merge_heads(merge_heads)
+### BEGIN HIDDEN TESTS
+for seed in fresh_seeds(3):
+    check_merge_heads(merge_heads, seed=seed, verbose=False)
+_g = torch.Generator().manual_seed(fresh_seeds(1)[0])
+_y = torch.randn(3, 5, 2, 7, generator=_g)  # (B, H, T, d_h)
+with quiet():
+    _m = as_array(merge_heads(_y), "merge_heads(x (3, 5, 2, 7))")
+expect_close(_m, reference.merge_heads(_y).numpy(), "merge_heads(x (3, 5, 2, 7))")
+_z = torch.randn(2, 6, 12, generator=_g)
+with quiet():
+    _back = as_array(merge_heads(reference.split_heads(_z, 4)), "merge_heads(split_heads(z, 4))")
+expect_close(_back, _z.numpy(), "merge_heads(split_heads(z, 4)) must give z back")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Check by eye with the tagged tokens: splitting and merging must give back every token exactly.
+
+# %%
+print(merge_heads(split_heads(x_tag, 2))[0])
+
+# %% [markdown]
+# ## Multi-head attention
+#
+# **Exercise 3 (5 points).** Write `multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads,
+# mask=None)`:
+#
+# - `x_q (B, T_q, D)` gives the queries, `x_kv (B, T_kv, D)` the keys and values (the same
+#   tensor for self-attention; a different one for cross-attention in lesson 07);
+# - the weights are `(D, D)` and applied as `x @ w`;
+# - split `x_q @ w_q`, `x_kv @ w_k`, `x_kv @ w_v` into heads; in every head, scores
+#   `q kᵀ / √d_h`, blocked where `mask` is `False` (bool, broadcastable to `(B, H, T_q, T_kv)`,
+#   True = may attend), softmax over the keys, a query with no allowed key gets zeros;
+# - merge the heads and multiply by `w_o`;
+# - return `(output (B, T_q, D), weights (B, H, T_q, T_kv))`.
+#
+# Use your `split_heads` and `merge_heads`. Lesson 04's `masked_attention` is the per-head step,
+# and torch's `@` works on `(B, H, …)` tensors all at once — no loop over heads needed.
+
+# %% nbgrader={"grade": false, "grade_id": "multi_head_attention", "locked": false, "schema_version": 3, "solution": true}
+def multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    """Multi-head attention: (output (B, T_q, D), weights (B, H, T_q, T_kv)); mask True = may attend."""
+    ### BEGIN SOLUTION
+    q = split_heads(x_q @ w_q, n_heads)  # (B, H, T_q, d_h)
+    k = split_heads(x_kv @ w_k, n_heads)  # (B, H, T_kv, d_h)
+    v = split_heads(x_kv @ w_v, n_heads)  # (B, H, T_kv, d_h)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T_q, T_kv)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # no allowed key -> zeros
+    return merge_heads(weights @ v) @ w_o, weights
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "multi_head_attention_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false}
+check_multi_head_attention(multi_head_attention)
+### BEGIN HIDDEN TESTS
+for seed, shape in zip(fresh_seeds(3), [(1, 4, 7, 8, 2), (3, 6, 2, 12, 4), (2, 5, 5, 6, 6)]):
+    check_multi_head_attention(multi_head_attention, seed, *shape, verbose=False)
+# Against nn.MultiheadAttention in its own dtype (float32), with and without a mask, T_q ≠ T_kv.
+_g = torch.Generator().manual_seed(fresh_seeds(1)[0])
+_D, _H = 16, 4
+_xq, _xkv = torch.randn(3, 5, _D, generator=_g), torch.randn(3, 9, _D, generator=_g)
+_ws = tuple(torch.randn(_D, _D, generator=_g) / 4 for _ in range(4))
+_mha = to_torch_mha(_ws, _H)
+_mask = torch.rand(5, 9, generator=_g) < 0.5
+_mask[:, 4] = True  # every query has a key: nn.MultiheadAttention gives NaN otherwise
+for _m in (None, _mask):
+    with torch.no_grad(), quiet():
+        _want_o, _want_w = _mha(_xq, _xkv, _xkv, attn_mask=None if _m is None else ~_m,
+                                need_weights=True, average_attn_weights=False)
+        _o, _w = multi_head_attention(_xq, _xkv, *_ws, _H, mask=_m)
+    _label = "without a mask" if _m is None else "with a (T_q, T_kv) mask"
+    expect_close(_o, _want_o.numpy(), f"output against nn.MultiheadAttention {_label}", rtol=1e-4, atol=1e-5)
+    expect_close(_w, _want_w.numpy(), f"weights against nn.MultiheadAttention {_label}", rtol=1e-4, atol=1e-5)
+# Self-attention with a causal mask: changing the last token leaves the other outputs alone.
+_x = torch.randn(2, 6, _D, generator=_g)
+_x2 = _x.clone()
+_x2[:, -1] = torch.randn(2, _D, generator=_g)
+_causal = torch.ones(6, 6, dtype=torch.bool).tril()
+with quiet():
+    _a = as_array(multi_head_attention(_x, _x, *_ws, _H, mask=_causal)[0], "output")
+    _b = as_array(multi_head_attention(_x2, _x2, *_ws, _H, mask=_causal)[0], "output")
+expect_close(_b[:, :-1], _a[:, :-1], "causal self-attention: changing the last token must not change "
+             "the earlier outputs", rtol=1e-4, atol=1e-5)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The same numbers as `nn.MultiheadAttention`
+#
+# PyTorch's `nn.MultiheadAttention` computes the same thing, with two conventions to translate:
+#
+# 1. **weights**: it stores `in_proj_weight` of shape `(3D, D)` — `W_Q`, `W_K`, `W_V` stacked —
+#    and `out_proj.weight` `(D, D)`, all for `x @ Wᵀ` (like `nn.Linear`). The course's `x @ w`
+#    matrices are their transposes;
+# 2. **masks**: a boolean `attn_mask` there means `True` = **not allowed**, the opposite of this
+#    course (lesson 04). Pass it `~mask`.
+#
+# Copy the weights out of a randomly initialised module and compare, with the course reference:
+
+# %%
+torch.manual_seed(0)
+mha = nn.MultiheadAttention(embed_dim=8, num_heads=2, bias=False, batch_first=True)
+x_q, x_kv = torch.randn(2, 3, 8), torch.randn(2, 5, 8)  # T_q = 3 queries, T_kv = 5 keys
+mask = torch.ones(3, 5, dtype=torch.bool).tril(2)  # True = may attend (course)
+w_q, w_k, w_v, w_o = reference.weights_from_torch(mha)  # transposed copies, each (D, D)
+print("in_proj_weight:", tuple(mha.in_proj_weight.shape), "-> w_q, w_k, w_v:", tuple(w_q.shape))
+
+with torch.no_grad():
+    torch_out, torch_w = mha(x_q, x_kv, x_kv, attn_mask=reference.torch_mask(mask),  # ~mask
+                             need_weights=True, average_attn_weights=False)
+ours_out, ours_w = reference.multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, 2, mask)
+print("outputs equal:", torch.allclose(ours_out, torch_out, atol=1e-6),
+      f"(largest difference {(ours_out - torch_out).abs().max():.1e})")
+print("per-head weights equal:", torch.allclose(ours_w, torch_w, atol=1e-6))
+with torch.no_grad():
+    _, w_unflipped = mha(x_q, x_kv, x_kv, attn_mask=mask, average_attn_weights=False)
+print("the course mask passed unchanged gives different weights:", not torch.allclose(ours_w, w_unflipped))
+
+# %% [markdown]
+# Two details matter for an exact match: `average_attn_weights=False` returns every head's
+# weights `(B, H, T_q, T_kv)` instead of their mean, and `bias=False` leaves out the biases that
+# the module otherwise adds to each projection. Now your function on the same module (this cell
+# needs exercise 3):
+
+# %%
+yours_out, yours_w = multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, 2, mask)
+print("your output equals nn.MultiheadAttention's:", torch.allclose(yours_out, torch_out, atol=1e-5))
+
+# %% [markdown]
+# ## What do the heads of a trained model do?
+#
+# Lesson 01's attention classifier has 2 pre-norm encoder layers of 4 heads, each of width 8,
+# and reads its answer at the `[CLS]` position. Trained models often show heads with different
+# jobs — attending to the previous word, to rare words, to syntactic relations — and much
+# redundancy: Michel et al. (2019, *Are Sixteen Heads Really Better than One?*) removed many heads
+# of trained Transformers at test time with little loss, some layers down to a single head, and
+# Voita et al. (2019) found a few specialised heads doing most of the work while the rest could
+# be pruned.
+#
+# Test that on our model. To **remove** head `h` we zero its slice of the merged heads, just
+# before `W_O` — as if the head had answered 0. The model's own code does not offer that, so
+# `helpers.heads.classifier_logits` writes its forward pass out with the model's parameters. First
+# make sure it computes exactly what the model computes:
+
+# %%
+model = training.load_model("attention", seed=0)
+test_sets = training.test_data(add_cls=True)  # four sets of 1,000 reviews, [CLS] in front
+with training.threads(1):  # products this small run faster on one thread
+    for name, data in test_sets.items():
+        ours = reference.classifier_logits(model, data.ids, data.lengths)  # (N,)
+        print(f"{name:<11} logits identical to the model's: {torch.equal(ours, model(data.ids, data.lengths))}")
+
+# %% [markdown]
+# Now every head removed in turn (the other seven kept), accuracy in % on each test set, for the
+# model trained with seed 0. Layers are numbered 1 and 2, heads 0 to 3 (their index in the tensors):
+
+# %%
+seeds = (0, 1, 2)
+ablations = [reference.head_ablation(training.load_model("attention", s), test_sets) for s in seeds]
+print("\n".join(reference.ablation_rows(ablations[0], "removed")))
+
+# %% [markdown]
+# The figure shows the same for the three training seeds as **accuracy lost** (percentage
+# points; white = nothing lost), one row per layer and test set:
+
+# %%
+reference.plot_ablation(ablations, seeds, "removed")
+plt.show()
+
+
+def summary(result, seed, cost=1.0):
+    """How many heads can go alone at < `cost` points on every set, and the one that hurts most."""
+    drop = 100 * (result.full[None, None, :] - result.removed)  # (L, H, S) points
+    worst = drop.max(axis=-1)  # (L, H): the worst test set for each head
+    layer, head = np.unravel_index(np.argmax(worst), worst.shape)
+    print(f"seed {seed}: {int((worst < cost).sum())} of {worst.size} heads can each be removed at a cost "
+          f"of < {cost:g} point on every test set; removing layer {layer + 1} head {head} costs up to "
+          f"{worst[layer, head]:.1f} points")
+
+
+for result, seed in zip(ablations, seeds):
+    summary(result, seed)
+
+# %% [markdown]
+# Now the opposite question: keep **only one** head in a layer (the other three removed, the other
+# layer intact). Is a single head enough there?
+
+# %%
+reference.plot_ablation(ablations, seeds, "alone")
+plt.show()
+for result, seed in zip(ablations, seeds):
+    best = result.alone.min(axis=-1)  # (L, H): the worst test set for each head kept alone
+    for layer in range(best.shape[0]):
+        head = int(np.argmax(best[layer]))
+        print(f"seed {seed}, layer {layer + 1}: the best single head ({head}) keeps "
+              f"{100 * best[layer, head]:.1f}% or more on every test set "
+              f"(all heads: {100 * result.full.min():.1f}%)")
+
+# %% [markdown]
+# Read the two figures with the papers in mind. Typically several single heads can go at little
+# or no cost while one or two cannot, and the printed lines show whether the same head matters
+# for every seed — the jobs can be shared out differently each time the model is trained. Keeping one head per layer shows where a
+# layer's job is simple enough for a single lookup, and where it is not. Keep in mind what
+# removal measures: what the *trained* network loses at test time. It does not say that a
+# network trained with fewer heads would have done as well.
+
+# %% [markdown]
+# **Think (2 points, graded by hand).** A classmate concludes from the figures: "most heads are
+# useless, so we should have trained with one head from the start; multi-head attention is just
+# an ensemble of votes." Say in three or four sentences what is right and what is wrong in this.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "heads_think", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# Full marks for two of these points (one point each):
+# - Right: much is redundant after training — many single heads can be removed at little cost
+#   (Michel et al. 2019; Voita et al. 2019), which is useful for pruning.
+# - Wrong about training: removal tests the trained network; it does not show that a one-head
+#   network would train to the same result. Vaswani et al. found one head 0.9 BLEU worse than
+#   eight at the same cost; the heads that matter can differ between seeds, so which one to keep
+#   is only known after training.
+# - Wrong about the ensemble: the heads are trained jointly and their outputs are concatenated
+#   and mixed by W_O, not averaged as independent votes; a head that cannot be removed without a
+#   large loss is not one redundant voter among many.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Quiz
+#
+# Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
+# only confirms that your answer is recorded; the grade comes with the feedback.
+#
+# **1.** With `D = 512` and 8 heads, each head's queries and keys have width… (a) 512 · (b) 64 ·
+# (c) 8 · (d) 4096
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
+quiz_1 = None
+### BEGIN SOLUTION
+quiz_1 = "b"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_1, "abcd", "quiz_1")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_1, "b", "each token's 512 features are cut into 8 slices of d_h = 512 / 8 = 64, and "
+             "each head's scores are divided by √64 = 8")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **2.** You go from 1 head to 8 heads at the same `D`, each head of width `D/8`. The number of
+# parameters of `W_Q, W_K, W_V, W_O`… (a) is multiplied by 8 · (b) is divided by 8 ·
+# (c) does not change · (d) is multiplied by 64
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
+quiz_2 = None
+### BEGIN SOLUTION
+quiz_2 = "c"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_2, "abcd", "quiz_2")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_2, "c", "the four matrices stay (D, D): 4·D² parameters either way; the heads only "
+             "decide how the columns of W_Q, W_K, W_V are grouped")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **3.** You pass a boolean `attn_mask` to `nn.MultiheadAttention`. An entry `True` means…
+# (a) this query may attend to this key · (b) this query may **not** attend to this key ·
+# (c) this weight is set to 1 · (d) nothing: boolean masks are ignored
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
+quiz_3 = None
+### BEGIN SOLUTION
+quiz_3 = "b"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_3, "abcd", "quiz_3")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_3, "b", "nn.MultiheadAttention blocks where its bool mask is True — the opposite of "
+             "this course and of scaled_dot_product_attention; pass it ~mask")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - Multi-head attention runs `H` lookups of width `d_h = D/H` side by side, then mixes them with
+#   `W_O`; it costs about one lookup of width `D` and has the same `4·D²` parameters.
+# - Split with `reshape(B, T, H, d_h).transpose(1, 2)`; merge with `transpose(1, 2).reshape(B, T, D)`.
+#   Reshaping without the transpose runs without error and silently mixes tokens.
+# - Each head scales by `√d_h`, not `√D`.
+# - `nn.MultiheadAttention` stores the transposes of the course's `x @ w` matrices and blocks where
+#   its bool mask is `True`: transpose the weights and pass `~mask`, and the numbers agree.
+# - In a trained model many heads can be removed at small cost and a few cannot (Michel et al.
+#   2019; Voita et al. 2019); measure it on yours, seed by seed.
+#
+# **Next:** lesson 07 puts multi-head attention into the full Transformer block.

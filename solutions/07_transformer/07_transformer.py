@@ -1,0 +1,541 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 07 · The Transformer block, and what trained models look at
+#
+# **Promise:** by the end you have built one Transformer encoder layer from LayerNorm, a
+# feed-forward network and residuals, matched PyTorch's to the last digit, measured why
+# modern models put the LayerNorm first, and looked inside lesson 01's trained sentiment models.
+#
+# **You will**
+# - write LayerNorm (exercise 1) and see why it normalises each token, not the batch;
+# - write the position-wise feed-forward network (exercise 2);
+# - assemble an encoder layer, pre-norm and post-norm, equal to `nn.TransformerEncoderLayer`
+#   (exercise 3);
+# - measure gradient norms at initialisation in a 24-layer stack, post-norm against pre-norm;
+# - see how a decoder layer adds masked self-attention and cross-attention;
+# - measure where the trained attention model's [CLS] token looks, word by word, and watch the
+#   LSTM and the plain RNN change their minds as they read.
+#
+# **Time:** about 60 minutes. Each exercise is followed by a check cell: run it, and if it
+# fails, its message names the most likely mistake.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
+import inspect
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from IPython.display import display
+from torch import nn
+
+from helpers import block as reference
+from helpers import inspect_models, sentiment
+from helpers.attention import scaled_dot_product_attention
+from helpers.block import encoder_params, gradient_study, plot_gradient_study, transformer_parameters
+from helpers.checks.block import check_encoder_block, check_feed_forward, check_layer_norm, run_layer
+from helpers.checks.core import expect_close, fresh_seeds, quiet
+from helpers.quiz import check_choice, grade_choice
+
+torch.set_printoptions(precision=3, sci_mode=False)
+np.set_printoptions(precision=3, suppress=True)
+
+# %% [markdown]
+# ## One layer, four ideas
+#
+# Attention (lessons 02–06) lets every token read from every other token. A Transformer layer
+# wraps it with three more ideas, and stacks the result:
+#
+# | piece | what it does | shape |
+# |---|---|---|
+# | multi-head self-attention | mixes information **between** tokens | `(B, T, D) → (B, T, D)` |
+# | feed-forward network (FFN) | processes **each token on its own** | `(B, T, D) → (B, T, D)` |
+# | residual `x + sublayer(…)` | keeps an identity path through every layer | unchanged |
+# | LayerNorm | rescales **each token's** vector to mean 0, variance 1 | unchanged |
+#
+# The original Transformer (Vaswani et al., 2017) writes each sub-layer as
+# `LayerNorm(x + Sublayer(x))` — **post-norm**. GPT-2 and ViT use `x + Sublayer(LayerNorm(x))`
+# — **pre-norm**. Both appear below, and you will measure why the difference matters.
+
+# %% [markdown]
+# ## LayerNorm: per token, over the features
+#
+# For one token `x` of width `D`: `μ = mean(x)`, `σ² = mean((x − μ)²)` (the **biased** variance,
+# dividing by `D`), then
+#
+# $$\mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta$$
+#
+# with a learned scale `γ` and shift `β` of width `D` (Ba et al., 2016). BatchNorm computes the
+# same statistics over the **batch** instead. With padded reviews of different lengths that is a
+# problem: a token's output would depend on which other reviews share its batch. Below, a batch
+# of two "reviews" of three tokens; we change review 1 only and look at review 0's output.
+
+# %%
+torch.manual_seed(0)
+x = torch.randn(2, 3, 4) * 3 + 1  # (B, T, D)
+x_other = x.clone()
+x_other[1] = torch.randn(3, 4) * 10  # a very different second review
+gamma, beta = torch.ones(4), torch.zeros(4)
+
+
+def over_batch(t):
+    """BatchNorm-style statistics: over the batch and the tokens, per feature."""
+    return (t - t.mean((0, 1), keepdim=True)) / torch.sqrt(t.var((0, 1), unbiased=False, keepdim=True) + 1e-5)
+
+
+for name, norm in (("over the batch", over_batch), ("LayerNorm", lambda t: reference.layer_norm(t, gamma, beta))):
+    change = (norm(x)[0] - norm(x_other)[0]).abs().max().item()
+    print(f"{name:>15}: review 0's output changes by up to {change:.3f} when review 1 changes")
+ln = reference.layer_norm(x, gamma, beta)
+print("LayerNorm output, review 0 — mean per token:", ln[0].mean(-1), " std per token:", ln[0].std(-1, unbiased=False))
+
+# %% [markdown]
+# **Exercise 1 (3 points).** Write `layer_norm(x, gamma, beta, eps=1e-5)` for a torch tensor
+# `x (..., D)`, normalising over the **last** dimension with the biased variance; `gamma` and
+# `beta` have shape `(D,)`. It must equal `nn.LayerNorm`. (`torch.var` is unbiased by default:
+# pass `unbiased=False`, or compute the mean of squares yourself.)
+
+# %% nbgrader={"grade": false, "grade_id": "layer_norm", "locked": false, "schema_version": 3, "solution": true}
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """LayerNorm of x (..., D) over the last dim: gamma * (x − mean) / sqrt(var + eps) + beta."""
+    ### BEGIN SOLUTION
+    mean = x.mean(dim=-1, keepdim=True)                   # (..., 1)
+    var = x.var(dim=-1, unbiased=False, keepdim=True)     # (..., 1), divides by D
+    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "layer_norm_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+check_layer_norm(layer_norm)
+### BEGIN HIDDEN TESTS
+for _seed, _shape in zip(fresh_seeds(3), [(1, 1, 5), (4, 7, 16), (2, 3, 64)]):
+    check_layer_norm(layer_norm, seed=_seed, shape=_shape, verbose=False)
+_rng = np.random.default_rng(fresh_seeds(1)[0])
+_norm = nn.LayerNorm(12, eps=1e-3).double()
+with torch.no_grad():
+    _norm.weight.normal_()
+    _norm.bias.normal_()
+_x = torch.from_numpy(_rng.normal(2.0, 0.05, size=(5, 3, 2, 12)))  # 4-D, tiny spread: eps matters
+with quiet():
+    expect_close(layer_norm(_x, _norm.weight.detach(), _norm.bias.detach(), eps=1e-3),
+                 _norm(_x).detach(), "layer_norm of a 4-D tensor against nn.LayerNorm(eps=1e-3)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## The feed-forward network: each token on its own
+#
+# After attention has mixed the tokens, a two-layer MLP transforms every token separately,
+# with the same weights at every position:
+#
+# $$\mathrm{FFN}(x) = \max(0,\ x W_1 + b_1)\, W_2 + b_2, \qquad W_1: (D, 4D),\ W_2: (4D, D)$$
+#
+# The original uses ReLU and an inner width of `4 × 512 = 2048` (Vaswani et al., 2017); BERT,
+# GPT and ViT switched to GELU (Hendrycks & Gimpel, 2016). Most of a layer's weights sit here:
+
+# %%
+d = 512
+attention_weights = 4 * d * d + 4 * d                    # W_Q, W_K, W_V, W_O and biases
+ffn_weights = d * 4 * d + 4 * d + 4 * d * d + d          # W_1, b_1, W_2, b_2
+print(f"one layer at D = {d}: attention {attention_weights:,} weights, FFN {ffn_weights:,} "
+      f"({ffn_weights / (attention_weights + ffn_weights):.0%} of the two)")
+
+# %% [markdown]
+# **Exercise 2 (2 points).** Write `feed_forward(x, w1, b1, w2, b2)`: `relu(x w1 + b1) w2 + b2`
+# for `x (..., D)`, `w1 (D, F)`, `b1 (F,)`, `w2 (F, D)`, `b2 (D,)`. Weights multiply from the
+# right, as everywhere in this course.
+
+# %% nbgrader={"grade": false, "grade_id": "feed_forward", "locked": false, "schema_version": 3, "solution": true}
+def feed_forward(x, w1, b1, w2, b2):
+    """Position-wise FFN: relu(x w1 + b1) w2 + b2, x (..., D) -> (..., D)."""
+    ### BEGIN SOLUTION
+    hidden = torch.relu(x @ w1 + b1)  # (..., F)
+    return hidden @ w2 + b2           # (..., D)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "feed_forward_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+check_feed_forward(feed_forward)
+### BEGIN HIDDEN TESTS
+for _seed, _shape, _f in zip(fresh_seeds(3), [(1, 1, 3), (4, 6, 8), (7, 5)], [1, 32, 20]):
+    check_feed_forward(feed_forward, seed=_seed, shape=_shape, d_ff=_f, verbose=False)
+_rng = np.random.default_rng(fresh_seeds(1)[0])
+_x = torch.from_numpy(_rng.normal(size=(3, 4, 6)))
+_l1, _l2 = nn.Linear(6, 24).double(), nn.Linear(24, 6).double()
+with quiet():
+    _got = feed_forward(_x, _l1.weight.detach().T, _l1.bias.detach(), _l2.weight.detach().T, _l2.bias.detach())
+expect_close(_got, _l2(torch.relu(_l1(_x))).detach(), "feed_forward against two nn.Linear layers")
+_x2 = _x.clone()
+_x2[1] = 0.0  # one token's output must not depend on the others
+with quiet():
+    _got2 = feed_forward(_x2, _l1.weight.detach().T, _l1.bias.detach(), _l2.weight.detach().T, _l2.bias.detach())
+expect_close(_got2[0], _got[0], "feed_forward of batch element 0 when element 1 changes (position-wise)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## One encoder layer
+#
+# Now assemble the layer. `nn.TransformerEncoderLayer` keeps its weights in `nn.Linear` and
+# `nn.MultiheadAttention` modules; `helpers.block.encoder_params(layer)` copies them into a
+# plain dict, transposed so that every weight is applied as `x @ w`. Its keys:
+
+# %%
+torch.manual_seed(0)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=True)
+for key, value in encoder_params(layer).items():
+    print(f"{key:>10}: {tuple(value.shape) if hasattr(value, 'shape') else value}")
+
+# %% [markdown]
+# With `norm_first=True` (pre-norm) one layer computes
+#
+# ```
+# h   = x + attention(LN1(x))        # LN1 uses ln1_gamma, ln1_beta
+# out = h + FFN(LN2(h))
+# ```
+#
+# and with `norm_first=False` (post-norm, the original)
+#
+# ```
+# h   = LN1(x + attention(x))
+# out = LN2(h + FFN(h))
+# ```
+#
+# The attention is lesson 06's multi-head attention **with biases**: `q = x w_q + b_q` (and
+# likewise `k`, `v`), split into `n_heads` heads, scaled dot-product attention, heads merged,
+# then `@ w_o + b_o`.
+#
+# **Exercise 3 (5 points).** Write `encoder_block(x, params, n_heads, norm_first=True, mask=None)`
+# for `x (B, T, D)`, using your `layer_norm` and `feed_forward`. `mask` is boolean,
+# broadcastable to the scores `(B, H, T, T)`, **True = may attend**; a padding mask for reviews
+# of different lengths has shape `(B, 1, 1, T)`. You may use
+# `helpers.attention.scaled_dot_product_attention(q, k, v, mask)`, which returns
+# `(output, weights)`. (PyTorch's layer takes the opposite convention —
+# `src_key_padding_mask` is True at **padding** — and the check inverts it for you.)
+
+# %% nbgrader={"grade": false, "grade_id": "encoder_block", "locked": false, "schema_version": 3, "solution": true}
+def encoder_block(x, params, n_heads, norm_first=True, mask=None):
+    """One Transformer encoder layer: x (B, T, D) -> (B, T, D)."""
+    ### BEGIN SOLUTION
+    B, T, D = x.shape
+    p = params
+
+    def attend(h):
+        def split(t):  # (B, T, D) -> (B, H, T, D/H)
+            return t.reshape(B, T, n_heads, D // n_heads).transpose(1, 2)
+
+        q, k, v = (split(h @ p[f"w_{n}"] + p[f"b_{n}"]) for n in "qkv")
+        out, _ = scaled_dot_product_attention(q, k, v, mask)     # (B, H, T, D/H)
+        return out.transpose(1, 2).reshape(B, T, D) @ p["w_o"] + p["b_o"]
+
+    def ln(h, i):
+        return layer_norm(h, p[f"ln{i}_gamma"], p[f"ln{i}_beta"], p["eps"])
+
+    def ffn(h):
+        return feed_forward(h, p["w1"], p["b1"], p["w2"], p["b2"])
+
+    if norm_first:
+        x = x + attend(ln(x, 1))
+        return x + ffn(ln(x, 2))
+    x = ln(x + attend(x), 1)
+    return ln(x + ffn(x), 2)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "encoder_block_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false}
+check_encoder_block(encoder_block)
+### BEGIN HIDDEN TESTS
+for _seed, (_b, _t, _d, _h, _f) in zip(fresh_seeds(2), [(2, 7, 12, 3, 20), (4, 3, 16, 4, 64)]):
+    check_encoder_block(encoder_block, seed=_seed, batch=_b, length=_t, d_model=_d, n_heads=_h,
+                        d_ff=_f, verbose=False)
+_rng = np.random.default_rng(fresh_seeds(1)[0])
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    _layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=False).double()
+_x = torch.from_numpy(_rng.normal(size=(2, 6, 16)))
+_causal = torch.ones(6, 6, dtype=torch.bool).tril()  # a (T, T) mask, broadcast over batch and heads
+with quiet():
+    _got = encoder_block(_x, encoder_params(_layer), 4, norm_first=False, mask=_causal)
+expect_close(_got, run_layer(_layer, _x, _causal),
+             "encoder_block (post-norm, default init, causal (T, T) mask) against nn.TransformerEncoderLayer")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Post-norm or pre-norm? Measure the gradients
+#
+# In post-norm every LayerNorm sits **on** the residual path, so the gradient reaching a layer
+# passes through all the LayerNorms above it. In pre-norm the path `x → x + … → x + …` is a
+# clean identity, as in a ResNet; the LayerNorms sit on the side branches. Xiong et al. (2020)
+# showed that at initialisation, post-norm's gradients near the output are large and do **not**
+# shrink as the stack gets deeper, while pre-norm's shrink roughly like `1/√L`. With the full
+# learning rate from step one, post-norm's large early steps make training unstable — which is
+# why the original Transformer needed a learning-rate **warm-up** — while pre-norm can start at
+# full speed and trains without one.
+#
+# Measured here: stacks of `nn.TransformerEncoderLayer` (width 64, 4 heads, FFN 256, dropout 0,
+# PyTorch's default initialisation; a final LayerNorm after a pre-norm stack, as in GPT-2), random
+# inputs, loss = mean squared distance to a random target. Left: the gradient norm of each layer's
+# weights in a 24-layer stack. Right: the top layer's gradient norm as the stack grows.
+
+# %%
+study = gradient_study(n_layers=24, depths=(3, 6, 12, 24))
+plot_gradient_study(study)
+plt.show()
+for name in study.top_layer:
+    top = study.top_layer[name]
+    print(f"{name:>9}: top layer {top[0]:.3f} at L = {study.depths[0]} -> {top[-1]:.3f} at L = "
+          f"{study.depths[-1]} (× {top[-1] / top[0]:.2f}); layer 1 -> layer 24 of the deep stack: "
+          f"{study.per_layer[name][0]:.3f} -> {study.per_layer[name][-1]:.3f}")
+
+# %% [markdown]
+# Read the printed numbers, not only the shapes. In this small stack with PyTorch's default
+# initialisation the contrast is milder than in Xiong et al.'s translation models, but it points
+# their way: the pre-norm top layer's gradient shrinks as layers are added, and within the deep
+# pre-norm stack the layers near the output get the smallest gradients; the post-norm top layer's
+# gradient does not shrink with depth, and the layers near its output get the largest.
+#
+# **Think (2 points, graded by hand).** A colleague replaces LayerNorm with a normalisation over
+# the batch (BatchNorm-style statistics) in a model that reads padded reviews of different lengths
+# in batches of 64. Give two concrete consequences, one during training and one when the model
+# is used on a single review.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "batch_statistics", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# One point each (any two of these, concretely stated):
+# - training: a token's output depends on the other reviews in its batch (and on how much padding
+#   they have — padding tokens enter the mean and variance unless masked out), so the same review
+#   gets different outputs in different batches; small or length-sorted batches give noisy or
+#   biased statistics.
+# - single review: the batch statistics of one review (or of one token) are meaningless or
+#   degenerate (variance of one example is 0), so the model must switch to running averages
+#   collected in training — train and test behaviour differ. LayerNorm uses each token's own
+#   features and behaves identically for batch size 1 and 64.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Encoder and decoder
+#
+# The original Transformer is an **encoder–decoder** for translation. The encoder is a stack of
+# the layers you just wrote, with self-attention over the source sentence. Each **decoder** layer
+# has three sub-layers:
+#
+# 1. **masked self-attention** over the target words generated so far (a causal mask: word `i`
+#    cannot peek at the answer);
+# 2. **cross-attention**: queries from the decoder, keys and values from the encoder's output —
+#    which source words matter for the word being written now?
+# 3. the FFN,
+#
+# each wrapped in a residual and a LayerNorm. The course's reference is built from the same
+# pieces (`multi_head` is lesson 06's attention with biases, on top of
+# `helpers.attention.scaled_dot_product_attention`):
+
+# %%
+print(inspect.getsource(reference.decoder_block))
+
+# %% [markdown]
+# Copy the weights of a PyTorch decoder layer into it and compare, with a causal mask on the
+# target (5 words) and an encoder output of 7 source tokens:
+
+# %%
+torch.manual_seed(0)
+decoder = nn.TransformerDecoderLayer(16, 4, 64, dropout=0.0, batch_first=True)  # post-norm, as the original
+target_so_far, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)             # (B, T, D), (B, S, D)
+causal = torch.ones(5, 5, dtype=torch.bool).tril()                                # True = may attend
+with torch.no_grad():
+    ours = reference.decoder_block(target_so_far, memory, reference.decoder_params(decoder), 4, mask=causal)
+    theirs = decoder(target_so_far, memory, tgt_mask=~causal)                      # nn: True = blocked
+print("largest difference to nn.TransformerDecoderLayer:", (ours - theirs).abs().max().item())
+
+# %% [markdown]
+# The **base model** of Vaswani et al. (2017) stacks 6 encoder and 6 decoder layers with
+# `D = 512`, 8 heads and `F = 2048`: 65 M parameters, trained in 12 hours on 8 GPUs. Counting
+# them (the layers as `nn.Transformer` holds them, plus one embedding matrix shared by source,
+# target and output, over a vocabulary of about 37,000 tokens):
+
+# %%
+count = transformer_parameters(d_model=512, d_ff=2048, n_encoder=6, n_decoder=6, vocab=37_000)
+for part, n in count.items():
+    print(f"{part:>10}: {n / 1e6:5.1f} M")
+
+# %% [markdown]
+# Close to the paper's 65 M; the rest depends on the exact vocabulary and details the paper does
+# not list. Because of the causal mask, every position of a target sentence is trained in
+# parallel — something an RNN decoder cannot do.
+
+# %% [markdown]
+# ## What the trained models look at
+#
+# Lesson 01 trained three sentiment classifiers on the course-review task: a plain RNN, an LSTM
+# and a 2-layer attention model (pre-norm encoder layers, 4 heads, answer read at [CLS]). Their
+# weights ship in `data/sentiment/`. To read the attention weights we recompute the attention
+# model with the course's `encoder_layer` — the reference of your exercise 3 — from its
+# parameters, and first make sure the recomputation gives the model's own logits:
+
+# %%
+models = inspect_models.load_models(seed=0)
+test = sentiment.test_sets()["fillers_4"]  # 4 filler phrases and a distractor clause
+ids, lengths = sentiment.encode(test.sentences, add_cls=True)
+logits, maps = inspect_models.attention_forward(models["attention"], ids, lengths)
+with torch.no_grad():
+    print("largest difference to the model's logits:",
+          (logits - models["attention"](ids, lengths)).abs().max().item())
+print("attention maps:", [tuple(m.shape) for m in maps], "(B, H, T, T) per layer")
+
+# %% [markdown]
+# Below: one review from the test sets, with [CLS]'s attention on each word (averaged over the 4
+# heads) in both layers, and the probability of "positive" that the LSTM and the plain RNN give
+# after each word (each model run on every prefix of the review). In the widget, pick an example
+# or type your own review from the task's 89 words, and look at single heads. (Where widgets do
+# not run, the widget shows the same picture.)
+
+# %%
+view = inspect_models.sentence_view(inspect_models.EXAMPLES[2], models)
+inspect_models.plot_sentence_view(view)
+plt.show()
+
+# %% tags=["hide-in-slides"]
+display(inspect_models.attention_explorer(models))
+
+# %% [markdown]
+# A word outside the vocabulary gets a message, not a crash:
+
+# %%
+try:
+    inspect_models.sentence_view("the lectur was gud", models)
+except ValueError as err:
+    print(err)
+
+# %% [markdown]
+# ### Measured over a test set
+#
+# Over the 1,000 reviews of the `fillers_4` test set: the mean share of [CLS]'s attention on
+# the **deciding word** — the negation when the adjective is negated, else the adjective — and on
+# the **distractor's adjective**, in each layer and head. We report both the mean over the heads
+# and the single head that puts the most on the deciding word (chosen on these same reviews).
+
+# %%
+shares = inspect_models.cls_shares(models["attention"], test)
+best = shares.best_head(layer=0)
+for layer in range(2):
+    print(f"layer {layer + 1}: on the deciding word, per head {shares.target[layer]} "
+          f"(mean {shares.target[layer].mean():.1%}); on the distractor's adjective, per head "
+          f"{shares.distractor[layer]} (mean {shares.distractor[layer].mean():.1%})")
+print(f"\nlayer 1's best head ({best}): {shares.target[0, best]:.1%} on the deciding word, "
+      f"{shares.distractor[0, best]:.1%} on the distractor's adjective "
+      f"({shares.n_reviews} reviews, {shares.n_distractors} with a distractor)")
+verdict = "within" if shares.target[0, best] >= 0.9 else "below"
+print(f"the lesson plan expected 90–100% on one word in layer 1: the best head is {verdict} that range")
+
+# %% [markdown]
+# What to take from the numbers above:
+#
+# - **Layer 1** has a head that concentrates on the word that decides the label, while the
+#   distractor's adjective — the same kind of word, a clause later — gets a small share. The
+#   average over heads is much lower: the other heads look elsewhere. Whether one head reaches
+#   "90–100% on one word" depends on the trained weights; the printed verdict says it for the
+#   shipped ones, and a negated adjective often splits the weight between `not`/`never` and the
+#   adjective itself.
+# - **Layer 2** may be diffuse or sharp on other words: by then every position has already
+#   mixed in information from the others in layer 1, so [CLS] need not look at the deciding word
+#   to carry the answer.
+# - An attention map shows where one layer **reads from**, not how the answer is computed: the
+#   values, the FFNs, the residual stream and the other layers all take part. Attention weights
+#   can be changed a lot without changing a prediction (Jain & Wallace, 2019), and whether they
+#   "explain" depends on what you ask of an explanation (Wiegreffe & Pinter, 2019). Treat maps as
+#   a hint to be tested — for example by removing the word and measuring.
+# - The LSTM's probability jumps when the deciding words arrive and then stays put across the
+#   fillers; the plain RNN's hovers near 0.5, as its accuracy in lesson 01 said.
+
+# %% [markdown]
+# ## Quiz
+#
+# Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
+# only confirms that your answer is recorded; the grade comes with the feedback.
+#
+# **1.** LayerNorm in a Transformer computes its mean and variance over…
+# (a) the batch, per feature · (b) the features of each token · (c) the tokens of each sequence ·
+# (d) the whole tensor
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
+quiz_1 = None
+### BEGIN SOLUTION
+quiz_1 = "b"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_1, "abcd", "quiz_1")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_1, "b", "each token is normalised over its own D features, so its output never "
+             "depends on other tokens or other examples in the batch")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **2.** In a pre-norm layer, which expression is computed for the attention sub-layer?
+# (a) `LayerNorm(x + attention(x))` · (b) `x + attention(LayerNorm(x))` ·
+# (c) `LayerNorm(attention(x))` · (d) `attention(x + LayerNorm(x))`
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
+quiz_2 = None
+### BEGIN SOLUTION
+quiz_2 = "b"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_2, "abcd", "quiz_2")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_2, "b", "pre-norm normalises the sub-layer's input and leaves the residual path "
+             "x + … untouched; (a) is post-norm, the original Transformer's")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **3.** In a decoder's cross-attention, the queries come from … and the keys and values from …
+# (a) the encoder; the decoder · (b) the decoder; the decoder · (c) the decoder; the encoder's
+# output · (d) the encoder's output; the encoder's output
+
+# %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
+quiz_3 = None
+### BEGIN SOLUTION
+quiz_3 = "c"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(quiz_3, "abcd", "quiz_3")
+### BEGIN HIDDEN TESTS
+grade_choice(quiz_3, "c", "the word being written asks (query) which source words matter; the "
+             "encoder's output offers the keys and hands over the values")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - A Transformer layer = multi-head attention (mixes tokens) + a position-wise FFN (each token
+#   alone, inner width 4·D, ReLU in the original, GELU in BERT/GPT/ViT), each with a residual and
+#   a LayerNorm.
+# - LayerNorm normalises each token over its features with the biased variance, then scales by
+#   `γ` and shifts by `β`; it never looks at the batch.
+# - Post-norm `LN(x + f(x))` (original, BERT) vs pre-norm `x + f(LN(x))` (GPT-2, ViT): pre-norm
+#   keeps an identity path, its gradients at initialisation shrink with depth, and it trains
+#   without warm-up (Xiong et al., 2020).
+# - A decoder layer adds masked self-attention and cross-attention (queries from the decoder,
+#   keys and values from the encoder); the base model had 6 + 6 layers and 65 M parameters.
+# - A trained attention model's [CLS] can focus on the deciding word in one head while other
+#   heads and layers look elsewhere; attention maps show where a layer reads, not the whole
+#   computation.
+#
+# **Next:** lesson 08 counts what attention costs, and how to pay less.
+#
+# **References.**
+# Ba, J. L., Kiros, J. R., & Hinton, G. E. (2016). Layer normalization. arXiv:1607.06450. ·
+# Hendrycks, D., & Gimpel, K. (2016). Gaussian error linear units (GELUs). arXiv:1606.08415. ·
+# Jain, S., & Wallace, B. C. (2019). Attention is not explanation. NAACL. ·
+# Vaswani, A., et al. (2017). Attention is all you need. NeurIPS. ·
+# Wiegreffe, S., & Pinter, Y. (2019). Attention is not not explanation. EMNLP. ·
+# Xiong, R., Yang, Y., He, D., et al. (2020). On layer normalization in the Transformer
+# architecture. ICML.

@@ -1,0 +1,248 @@
+"""The lesson 07 checks bite: each known mistake fails with a message naming it, and correct
+answers written in other styles pass."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import block as ref
+from helpers.attention import scaled_dot_product_attention
+from helpers.checks.block import check_encoder_block, check_feed_forward, check_layer_norm
+
+# ---------------------------------------------------------------- layer_norm
+
+
+def ln_builtin(x, gamma, beta, eps=1e-5):
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps)
+
+
+def ln_var_mean(x, gamma, beta, eps=1e-5):
+    var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)
+    return (x - mean) * torch.rsqrt(var + eps) * gamma + beta
+
+
+def ln_second_moment(x, gamma, beta, eps=1e-5):
+    mean = x.sum(-1, keepdim=True) / x.shape[-1]
+    var = (x * x).mean(-1, keepdim=True) - mean**2
+    return gamma * ((x - mean) / (var + eps) ** 0.5) + beta
+
+
+@pytest.mark.parametrize("fn", [ref.layer_norm, ln_builtin, ln_var_mean, ln_second_moment])
+def test_layer_norm_check_passes_correct_variants(fn, capsys):
+    check_layer_norm(fn)
+    check_layer_norm(fn, seed=3, shape=(1, 1, 4), verbose=False)
+    assert "✓" in capsys.readouterr().out
+
+
+def _ln(dims, unbiased=False, eps_inside=True, affine=True):
+    def wrong(x, gamma, beta, eps=1e-5):
+        mean = x.mean(dim=dims, keepdim=True)
+        var = x.var(dim=dims, unbiased=unbiased, keepdim=True)
+        out = (x - mean) / (torch.sqrt(var + eps) if eps_inside else torch.sqrt(var) + eps)
+        return out * gamma + beta if affine else out
+    return wrong
+
+
+def ln_gamma_only(x, gamma, beta, eps=1e-5):
+    return _ln(-1)(x, gamma, torch.zeros_like(beta), eps)
+
+
+def ln_no_eps(x, gamma, beta, eps=1e-5):
+    return _ln(-1)(x, gamma, beta, 0.0)
+
+
+@pytest.mark.parametrize("fn, message", [
+    (_ln(-1, unbiased=True), "unbiased variance"),
+    (_ln(0), "over the batch"),
+    (_ln((0, 1)), "over the batch"),
+    (_ln(1), "wrong dim"),
+    (_ln(-1, eps_inside=False), "eps is outside the square root"),
+    (_ln(-1, affine=False), "gamma and beta are ignored"),
+    (ln_gamma_only, "beta is ignored"),
+    (ln_no_eps, "eps is ignored"),
+])
+def test_layer_norm_check_names_mistakes(fn, message):
+    with pytest.raises(AssertionError, match=message):
+        check_layer_norm(fn, verbose=False)
+
+
+def test_layer_norm_check_lets_not_implemented_through():
+    def todo(x, gamma, beta, eps=1e-5):
+        raise NotImplementedError
+
+    with pytest.raises(NotImplementedError):
+        check_layer_norm(todo)
+
+
+def test_layer_norm_check_catches_in_place_edits():
+    def in_place(x, gamma, beta, eps=1e-5):
+        x -= x.mean(-1, keepdim=True)
+        return x / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * gamma + beta
+
+    with pytest.raises(AssertionError, match="in place"):
+        check_layer_norm(in_place, verbose=False)
+
+
+# ---------------------------------------------------------------- feed_forward
+
+
+def ffn_linear(x, w1, b1, w2, b2):
+    return F.linear(F.relu(F.linear(x, w1.T, b1)), w2.T, b2)
+
+
+def ffn_clamp(x, w1, b1, w2, b2):
+    h = torch.matmul(x, w1).add(b1).clamp(min=0)
+    return torch.einsum("...f,fd->...d", h, w2) + b2
+
+
+@pytest.mark.parametrize("fn", [ref.feed_forward, ffn_linear, ffn_clamp])
+def test_feed_forward_check_passes_correct_variants(fn, capsys):
+    check_feed_forward(fn)
+    check_feed_forward(fn, seed=5, shape=(7, 3), d_ff=1, verbose=False)
+    assert "✓" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda x, w1, b1, w2, b2: F.gelu(x @ w1 + b1) @ w2 + b2, "GELU"),
+    (lambda x, w1, b1, w2, b2: (x @ w1 + b1) @ w2 + b2, "no non-linearity"),
+    (lambda x, w1, b1, w2, b2: torch.relu((x @ w1 + b1) @ w2 + b2), "after the second layer"),
+    (lambda x, w1, b1, w2, b2: torch.relu(x @ w1 + b1) @ w2, "b2 is missing"),
+    (lambda x, w1, b1, w2, b2: torch.relu(x @ w1) @ w2 + b2, "b1 is missing"),
+    (lambda x, w1, b1, w2, b2: torch.relu(x @ w1.T + b1) @ w2 + b2, "raised RuntimeError"),
+])
+def test_feed_forward_check_names_mistakes(fn, message):
+    with pytest.raises(AssertionError, match=message):
+        check_feed_forward(fn, verbose=False)
+
+
+# ---------------------------------------------------------------- encoder_block
+
+
+def block_with_torch_sdpa(x, params, n_heads, norm_first=True, mask=None):
+    """Written differently: nn.functional's fused attention and LayerNorm, heads by view/permute."""
+    B, T, D = x.shape
+    p = params
+
+    def attend(h):
+        q, k, v = ((h @ p[f"w_{n}"] + p[f"b_{n}"]).view(B, T, n_heads, -1).permute(0, 2, 1, 3) for n in "qkv")
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return out.permute(0, 2, 1, 3).reshape(B, T, D) @ p["w_o"] + p["b_o"]
+
+    def ln(h, i):
+        return F.layer_norm(h, (D,), p[f"ln{i}_gamma"], p[f"ln{i}_beta"], p["eps"])
+
+    def ffn(h):
+        return F.relu(h @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+    if norm_first:
+        h = x + attend(ln(x, 1))
+        return h + ffn(ln(h, 2))
+    h = ln(x + attend(x), 1)
+    return ln(h + ffn(h), 2)
+
+
+def block_head_loop(x, params, n_heads, norm_first=True, mask=None):
+    """Written differently again: one head at a time with the course's attention, then concatenated."""
+    p = params
+    D = x.shape[-1]
+    d_h = D // n_heads
+
+    def attend(h):
+        q, k, v = (h @ p[f"w_{n}"] + p[f"b_{n}"] for n in "qkv")
+        outs = [scaled_dot_product_attention(q[..., i * d_h:(i + 1) * d_h], k[..., i * d_h:(i + 1) * d_h],
+                                             v[..., i * d_h:(i + 1) * d_h],
+                                             None if mask is None else mask[..., 0, :, :] if mask.ndim == 4
+                                             else mask)[0] for i in range(n_heads)]
+        return torch.cat(outs, -1) @ p["w_o"] + p["b_o"]
+
+    def ln(h, i):
+        return ref.layer_norm(h, p[f"ln{i}_gamma"], p[f"ln{i}_beta"], p["eps"])
+
+    def ffn(h):
+        return ref.feed_forward(h, p["w1"], p["b1"], p["w2"], p["b2"])
+
+    if norm_first:
+        h = x + attend(ln(x, 1))
+        return h + ffn(ln(h, 2))
+    h = ln(x + attend(x), 1)
+    return ln(h + ffn(h), 2)
+
+
+@pytest.mark.parametrize("fn", [ref.encoder_block, block_with_torch_sdpa, block_head_loop])
+def test_encoder_block_check_passes_correct_variants(fn, capsys):
+    check_encoder_block(fn)
+    check_encoder_block(fn, seed=7, batch=2, length=6, d_model=12, n_heads=3, d_ff=20, verbose=False)
+    assert "✓" in capsys.readouterr().out
+
+
+def _block(norm_first_flip=False, residual=(True, True), act=torch.relu, ln=ref.layer_norm, mask_op=None):
+    """The reference layer with one piece swapped for a learner's mistake."""
+    def wrong(x, params, n_heads, norm_first=True, mask=None):
+        p = params
+        if mask_op is not None:
+            mask = mask_op(mask)
+        nf = norm_first != norm_first_flip
+
+        def attend(h):
+            return ref.multi_head(h, h, p, n_heads, mask)[0]
+
+        def norm(h, i):
+            return ln(h, p[f"ln{i}_gamma"], p[f"ln{i}_beta"], p["eps"])
+
+        def ffn(h):
+            return act(h @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+        r1, r2 = (1.0 if r else 0.0 for r in residual)
+        if nf:
+            h = r1 * x + attend(norm(x, 1))
+            return r2 * h + ffn(norm(h, 2))
+        h = norm(r1 * x + attend(x), 1)
+        return norm(r2 * h + ffn(h), 2)
+    return wrong
+
+
+def _ln_fn(dims, unbiased=False, eps_inside=True, affine=True):
+    def wrong(x, gamma, beta, eps=1e-5):
+        return _ln(dims, unbiased, eps_inside, affine)(x, gamma, beta, eps)
+    return wrong
+
+
+def block_always_pre_norm(x, params, n_heads, norm_first=True, mask=None):
+    return ref.encoder_block(x, params, n_heads, True, mask)
+
+
+@pytest.mark.parametrize("fn, message", [
+    (_block(norm_first_flip=True), "this is post-norm"),
+    (block_always_pre_norm, "this is pre-norm"),
+    (_block(residual=(False, True)), "residual around the attention"),
+    (_block(residual=(True, False)), "residual around the feed-forward"),
+    (_block(residual=(False, False)), "both residual"),
+    (_block(act=F.gelu), "GELU"),
+    (_block(ln=_ln_fn(-1, unbiased=True)), "unbiased variance"),
+    (_block(ln=_ln_fn(0)), "over the batch"),
+    (_block(ln=_ln_fn(1)), "over the tokens"),
+    (_block(ln=_ln_fn(-1, eps_inside=False)), "eps outside the square root"),
+    (_block(ln=_ln_fn(-1, affine=False)), "ignore their gamma and beta"),
+    (_block(mask_op=lambda m: None), "mask is ignored"),
+    (_block(mask_op=lambda m: None if m is None else ~m), "mask is inverted"),
+])
+def test_encoder_block_check_names_mistakes(fn, message):
+    with pytest.raises(AssertionError, match=message):
+        check_encoder_block(fn, verbose=False)
+
+
+def test_encoder_block_check_reports_unknown_mistakes_with_the_hint():
+    def scaled_wrong(x, params, n_heads, norm_first=True, mask=None):
+        return ref.encoder_block(x, params, n_heads, norm_first, mask) * (1 + 1 / math.pi)
+
+    pattern = r"(?s)differs from the reference: at index \(\d+, \d+, \d+\).*hint: pre-norm"
+    with pytest.raises(AssertionError, match=pattern):
+        check_encoder_block(scaled_wrong, verbose=False)
+
+
+def test_encoder_block_check_writes_no_warnings(recwarn, capsys):
+    check_encoder_block(ref.encoder_block, verbose=False)
+    assert not recwarn.list
+    assert capsys.readouterr().err == ""
