@@ -11,10 +11,9 @@ buffers a fused C++ kernel allocates internally are not seen.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -25,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from .masking import best_time
+from .runtime import threads
 
 MIB = 2**20
 
@@ -185,21 +185,10 @@ class TensorMeter(TorchDispatchMode):
         return out
 
 
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one thread: on a busy machine, more threads mostly wait for each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def tensor_memory(fn: Callable, *args, **kwargs) -> TensorMeter:
     """Run fn(*args, **kwargs) once under a TensorMeter, on one thread; returns the meter."""
     meter = TensorMeter()
-    with one_thread(), meter, torch.no_grad():
+    with threads(1), meter, torch.no_grad():
         fn(*args, **kwargs)
     return meter
 

@@ -8,11 +8,10 @@ all-zero weights and a zero output, never NaN. Shapes: ``(B, T)`` for one flag p
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -21,6 +20,7 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from .attention import scaled_dot_product_attention
+from .runtime import threads
 
 # ----------------------------------------------------------------------------- references
 
@@ -114,22 +114,11 @@ class CostPoint:
     matrix_bytes: int  # one n × n float32 matrix
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch on one thread: timings then suffer far less from other busy programs."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def best_time(fn: Callable, *args, repeats: int = 5) -> float:
     """Seconds of the fastest of ``repeats`` calls fn(*args), after one warm-up call, on one thread."""
     if repeats < 1:
         raise ValueError(f"need repeats ≥ 1, got {repeats}")
-    with _one_thread():
+    with threads(1):
         fn(*args)  # warm-up: the first call pays for allocation
         times = []
         for _ in range(repeats):

@@ -32,8 +32,7 @@ import json
 import multiprocessing
 import resource
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -43,6 +42,7 @@ from tqdm.auto import tqdm
 
 from . import sentiment
 from .models import LABELS, MODELS, build, n_parameters
+from .runtime import threads
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "sentiment"
 MODEL_NAMES: tuple[str, ...] = tuple(MODELS)  # ("rnn", "lstm", "attention")
@@ -95,17 +95,6 @@ class Encoded:
         """The reviews at ``index`` cut to the longest of them: ids (B, T_b), lengths (B,), labels (B,)."""
         lengths = self.lengths[index]
         return self.ids[index, : int(lengths.max())], lengths, self.labels[index]
-
-
-@contextmanager
-def threads(n: int) -> Iterator[None]:
-    """Run the block with ``n`` torch threads, then restore the previous number."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def random_batches(n: int, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:

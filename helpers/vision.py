@@ -19,8 +19,7 @@ import json
 import math
 import multiprocessing
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import torch
 from torch import nn
 
 from . import image_task
+from .runtime import threads
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "vision"
 MODEL_NAMES = ("vit", "cnn")
@@ -200,17 +200,6 @@ def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch
     right = sum(int(((model(x) > 0).float() == y).sum())
                 for x, y in zip(images.split(batch_size), labels.split(batch_size)))
     return right / len(labels)
-
-
-@contextmanager
-def threads(n: int) -> Iterator[None]:
-    """Run the block with ``n`` torch threads, then restore the previous number."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def train(name: str, config: TrainConfig = DEFAULT, max_steps: int | None = None,

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from .. import cost as ref
+from ..runtime import threads
 from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet
 
 PARTS = ("projections", "scores", "mix", "ffn")
@@ -264,7 +265,7 @@ def check_never_builds_scores(fn: Callable, block_size: int = 8, n_q: int = 96, 
                          "may be that big")
     q, k, v = growing_qkv((), n_q, n_k, 4, 4, rise=6.0, seed=seed)  # d_v = d_k: torch may fuse
     meter = ref.TensorMeter()
-    with ref.one_thread(), meter, quiet():
+    with threads(1), meter, quiet():
         call(fn, q, k, v, block_size=block_size, what="online_softmax_attention", hint=HINT)
     fused = sorted(name for name in meter.op_names if "scaled_dot_product" in name)
     if fused:
@@ -283,7 +284,7 @@ def check_never_builds_scores(fn: Callable, block_size: int = 8, n_q: int = 96, 
     tracemalloc.reset_peak()
     before = tracemalloc.get_traced_memory()[0]
     try:
-        with ref.one_thread(), quiet():
+        with threads(1), quiet():
             call(fn, q, k, v, block_size=block_size, what="online_softmax_attention", hint=HINT)
         peak = tracemalloc.get_traced_memory()[1] - before
     finally:
@@ -302,7 +303,7 @@ def check_online_softmax_attention(online_softmax_attention: Callable, seed: int
     """Check a learner's ``online_softmax_attention(q, k, v, block_size)``: exact, blocked, overflow-safe."""
     if n_k < 4:
         raise ValueError("the check needs n_k ≥ 4 to walk the keys in several blocks")
-    with ref.one_thread():  # tiny tensors: extra threads only wait for each other
+    with threads(1):  # tiny tensors: extra threads only wait for each other
         _check_online(online_softmax_attention, seed, batch, n_q, n_k, d, d_v)
     passed("online_softmax_attention equals full attention for block sizes that do and do not divide n_k "
            "(and 1, and ≥ n_k), with maxima that grow along the keys, in float64 and float32, and never "
