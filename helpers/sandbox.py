@@ -77,7 +77,9 @@ def course_policy(repo: Path, grading_root: Path, extra_keep: tuple[str, ...] = 
     """The course's policy: hide the hidden tests, the gradebook, submissions and homes."""
     repo, grading_root = Path(repo).resolve(), Path(grading_root).resolve()
     hide = [str(repo / "solutions"), str(grading_root), "/root", "/home"]
-    keep = [sys.base_prefix, sys.prefix, *extra_keep]
+    # The repository stays readable (helpers, data, the environment) wherever it lives, even
+    # under /tmp or a home folder; its solutions/ stays hidden, mounted over before the keep.
+    keep = [sys.base_prefix, sys.prefix, str(repo), *extra_keep]
     files = [str(p) for p in (repo / "gradebook.db",) if p.exists()]
     return Policy(hide=tuple(h for h in hide if os.path.isdir(h)), hide_files=tuple(files),
                   keep=tuple(dict.fromkeys(keep)), drop_to_nobody=os.geteuid() == 0)
