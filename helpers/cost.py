@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from .masking import best_time
+from .masking import best_time, log_axes_against_n
 from .runtime import threads
 
 MIB = 2**20
@@ -334,10 +334,4 @@ def plot_method_costs(points: Sequence[MethodCost], axes=None):
     axes[0].set_title("time of one attention (one thread)")
     axes[1].set_ylabel("peak MiB of tensors alive at once")
     axes[1].set_title("memory of one attention")
-    for ax in axes:
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xticks(ns, [str(n) for n in ns])
-        ax.set_xlabel("n (tokens)")
-        ax.legend(fontsize=8)
-    return axes
+    return log_axes_against_n(axes, ns)

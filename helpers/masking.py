@@ -128,25 +128,36 @@ def best_time(fn: Callable, *args, repeats: int = 5) -> float:
     return min(times)  # the least disturbed run: other programs only ever add time
 
 
-def numpy_attention_peak_bytes(n: int, d: int = 64, seed: int = 0) -> int:
-    """Peak bytes traced while NumPy computes float32 self-attention of n random tokens of width d."""
-    rng = np.random.default_rng(seed)
-    q, k, v = (rng.standard_normal((n, d), dtype=np.float32) for _ in range(3))
+def traced_peak_bytes(fn: Callable, *args, **kwargs) -> int:
+    """Peak bytes of Python/NumPy memory traced (tracemalloc) while ``fn(*args, **kwargs)`` runs.
+
+    tracemalloc sees NumPy's arrays, not torch's tensors.
+    """
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
     tracemalloc.reset_peak()
     before = tracemalloc.get_traced_memory()[0]
     try:
+        fn(*args, **kwargs)
+        return int(tracemalloc.get_traced_memory()[1] - before)
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+
+
+def numpy_attention_peak_bytes(n: int, d: int = 64, seed: int = 0) -> int:
+    """Peak bytes traced while NumPy computes float32 self-attention of n random tokens of width d."""
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((n, d), dtype=np.float32) for _ in range(3))
+
+    def attend() -> None:
         scores = q @ k.T / np.float32(math.sqrt(d))  # (n, n)
         e = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (n, n)
         weights = e / e.sum(axis=-1, keepdims=True)  # (n, n)
         _ = weights @ v  # (n, d)
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
-    return int(peak)
+
+    return traced_peak_bytes(attend)
 
 
 def measure_attention_cost(ns: Sequence[int], d: int = 64, repeats: int = 5,
@@ -232,6 +243,11 @@ def plot_cost(points: Sequence[CostPoint], axes=None):
     _n_squared_guide(axes[1], ns, peak[-1])
     axes[1].set_ylabel("MiB")
     axes[1].set_title("memory of one attention")
+    return log_axes_against_n(axes, ns)
+
+
+def log_axes_against_n(axes, ns: Sequence[int]):
+    """Log-log axes with one tick per measured n (tokens), and a legend; returns ``axes``."""
     for ax in axes:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

@@ -17,6 +17,16 @@ def lessons() -> list[str]:
     return lesson_ids(ROOT)
 
 
+@pytest.fixture
+def no_show(monkeypatch):
+    """Plot helpers must never call plt.show(); close every figure afterwards."""
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setattr(plt, "show", lambda *a, **k: pytest.fail("a helper called plt.show()"))
+    yield
+    plt.close("all")
+
+
 @pytest.fixture(scope="session")
 def built_solutions() -> dict[str, Path]:
     """Build every solution notebook from its source (a no-op when up to date)."""

@@ -4,7 +4,6 @@ and its figures draw what they claim."""
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -13,13 +12,7 @@ from helpers import recurrence as rc  # noqa: E402
 from helpers import sentiment as st  # noqa: E402
 from helpers.recurrence_plots import plot_gradient_by_distance, plot_lengths, plot_paths  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _no_show(monkeypatch):
-    """Plot helpers must never call plt.show(); close every figure afterwards."""
-    monkeypatch.setattr(plt, "show", lambda *a, **k: pytest.fail("a helper called plt.show()"))
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("no_show")
 
 
 def _weights(seed, T=7, d_in=3, d_h=5):

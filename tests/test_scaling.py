@@ -19,12 +19,7 @@ from helpers.widgets import WithFallback, scaling_explorer  # noqa: E402
 PNG = b"\x89PNG"
 
 
-@pytest.fixture(autouse=True)
-def _no_show(monkeypatch):
-    """Plot helpers must never call plt.show(); close every figure afterwards."""
-    monkeypatch.setattr(plt, "show", lambda *a, **k: pytest.fail("a helper called plt.show()"))
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("no_show")
 
 
 # ---------------------------------------------------------------- references

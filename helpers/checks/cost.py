@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from .. import cost as ref
+from ..masking import traced_peak_bytes
 from ..runtime import threads
 from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet
 
@@ -278,18 +278,9 @@ def check_never_builds_scores(fn: Callable, block_size: int = 8, n_q: int = 96, 
             f"matrix, or as big. Compute the scores one block of keys at a time, (n_q, block_size), and "
             "keep only the running max, the running sum and the (n_q, d_v) accumulator between blocks")
     # NumPy arrays are invisible to the meter; tracemalloc sees them (and not torch's tensors).
-    was_tracing = tracemalloc.is_tracing()
-    if not was_tracing:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    before = tracemalloc.get_traced_memory()[0]
-    try:
-        with threads(1), quiet():
-            call(fn, q, k, v, block_size=block_size, what="online_softmax_attention", hint=HINT)
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
+    with threads(1), quiet():
+        peak = traced_peak_bytes(call, fn, q, k, v, block_size=block_size,
+                                 what="online_softmax_attention", hint=HINT)
     if peak >= n_q * n_k * 4:
         raise CheckFailed(
             f"online_softmax_attention allocated {peak / 1024:.0f} KiB of Python/NumPy memory at once — as "
