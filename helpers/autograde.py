@@ -39,7 +39,7 @@ from traitlets.config import Config
 
 from . import sandbox
 from .build import ROOT
-from .grading import configure, offline_feedback
+from .grading import KERNEL_DIED, TIME_LIMIT_ERRORS, configure, offline_feedback
 
 DEFAULT_PATTERN = r"^(?P<student_id>[A-Za-z0-9]+)"
 
@@ -52,6 +52,7 @@ class ClassReport:
     graded: dict[str, float] = field(default_factory=dict)  # student -> automatic score
     failed: dict[str, str] = field(default_factory=dict)  # student -> why it could not be graded
     interrupted: dict[str, list[str]] = field(default_factory=dict)  # student -> cells stopped at the limit
+    crashed: dict[str, list[str]] = field(default_factory=dict)  # student -> cells the kernel died in
     skipped: list[str] = field(default_factory=list)  # files that belong to no student
     max_score: float = 0.0
     seconds: float = 0.0
@@ -68,6 +69,8 @@ class ClassReport:
         out += [f"  NOT GRADED {s}: {why} (recorded as 0)" for s, why in sorted(self.failed.items())]
         out += [f"  {s}: stopped at the time limit in {', '.join(cells)} (those cells score 0)"
                 for s, cells in sorted(self.interrupted.items())]
+        out += [f"  {s}: the kernel died in {', '.join(cells)} and was restarted (those cells score 0)"
+                for s, cells in sorted(self.crashed.items())]
         out += [f"  ignored file {f}: no student id in its name" for f in self.skipped]
         flagged = {s: f for s, f in self.integrity.items() if f}
         if flagged:
@@ -244,16 +247,16 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
     return outcome
 
 
-def interrupted_cells(path: Path) -> list[str]:
-    """Cells of an autograded notebook that were interrupted at the time limit."""
+def interrupted_cells(path: Path, errors: tuple[str, ...] = TIME_LIMIT_ERRORS) -> list[str]:
+    """Cells of an autograded notebook that were interrupted at the time limit (or, with
+    ``errors=(KERNEL_DIED,)``, in which the kernel died)."""
     if not path.exists():
         return []
     nb = nbformat.read(path, as_version=4)
     found = []
     for i, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" and out.get("ename") in ("KeyboardInterrupt",
-                                                                          "CellTimeoutError"):
+            if out.get("output_type") == "error" and out.get("ename") in errors:
                 found.append(cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {i}")
                 break
     return found
@@ -450,9 +453,11 @@ def grade_class(lesson: str, submissions: Path, root: Path = ROOT / "grading", w
                 report.graded[student] = sum(g.auto_score or 0.0 for g in nb.grades
                                              if g.cell.cell_type == "code")
     for student in report.graded:
-        cells = interrupted_cells(root / "autograded" / student / lesson / f"{lesson}.ipynb")
-        if cells:
-            report.interrupted[student] = cells
+        path = root / "autograded" / student / lesson / f"{lesson}.ipynb"
+        for found, errors in ((report.interrupted, TIME_LIMIT_ERRORS), (report.crashed, (KERNEL_DIED,))):
+            cells = interrupted_cells(path, errors)
+            if cells:
+                found[student] = cells
     if feedback:
         for student in report.graded:
             api.generate_feedback(lesson, student, force=True)

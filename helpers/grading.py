@@ -8,6 +8,8 @@ import re
 import sys
 from pathlib import Path
 
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import (
@@ -47,14 +49,66 @@ class StripGradeTracebacks(NbGraderPreprocessor):
         return cell, resources
 
 
-class GuardedExecute(Execute):
-    """nbgrader's execution, with a cap on the output a cell may produce.
+# Errors a grading run writes into a cell it had to give up on: the kernel died in it, or it
+# did not stop when interrupted at the time limit. The report lists the cells by these names.
+KERNEL_DIED, UNSTOPPABLE = "DeadKernelError", "CellTimeoutError"
+TIME_LIMIT_ERRORS = ("KeyboardInterrupt", UNSTOPPABLE)
 
-    Without it, a cell printing gigabytes would make the grading process hold all of it in
-    memory; past the cap, outputs are dropped (the cell still runs until the time limit).
+
+class GuardedExecute(Execute):
+    """nbgrader's execution, made robust to what a submission can do to its kernel.
+
+    - **Output cap.** A cell printing gigabytes would make the grading process hold all of it in
+      memory; past the cap, outputs are dropped (the cell still runs until the time limit).
+    - **Recovery.** When the kernel dies in a cell (``os._exit``, a crash) or a cell does not
+      stop when interrupted at the time limit (a fork bomb, ``except: pass`` around an endless
+      loop), nbgrader would give up on the whole notebook. Here that cell gets an error saying
+      what happened, a new kernel runs the cells above it again (silently), and execution goes
+      on with the next cell: the submission loses the points of the cells that needed the lost
+      one, and only those. After ``max_restarts`` such cells the rest is not run.
     """
 
     max_output_bytes = Integer(2_000_000, help="output kept per cell, in bytes").tag(config=True)
+    max_restarts = Integer(3, help="new kernels allowed per notebook").tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        NotebookClient.__init__(self, nb, km)
+        self.reset_execution_trackers()
+        self._check_assign_resources(resources)
+        cells, lost, start, restarts = self.nb.cells, set(), 0, 0
+        while start < len(cells):
+            current = start
+            try:
+                with self.setup_kernel():
+                    info = self.wait_for_reply(self.kc.kernel_info())
+                    self.nb.metadata["language_info"] = info["content"]["language_info"]
+                    for current in range(start):
+                        if current not in lost and not _time_limited(cells[current]):
+                            self._replay(cells[current])
+                    for current in range(start, len(cells)):
+                        self.preprocess_cell(cells[current], resources, current)
+                    start = len(cells)
+            except (DeadKernelError, CellTimeoutError) as err:
+                died = isinstance(err, DeadKernelError)
+                lost.add(current)
+                cells[current].setdefault("outputs", []).append(_lost_output(died, self.timeout))
+                restarts += 1
+                start = max(start, current + 1)
+                self.km = self.kc = None
+                if restarts > self.max_restarts:
+                    for cell in cells[start:]:
+                        if cell.cell_type == "code":
+                            cell.outputs = [_not_run_output(restarts)]
+                    start = len(cells)
+        self.set_widgets_metadata()
+        return self.nb, self.resources
+
+    def _replay(self, cell) -> None:
+        """Run a cell again in a new kernel to rebuild its state, without recording anything."""
+        if cell.cell_type != "code" or not cell.source.strip():
+            return
+        msg_id = self.kc.execute(cell.source, silent=True, store_history=False, allow_stdin=False)
+        self.wait_for_reply(msg_id, cell)
 
     def output(self, outs, msg, display_id, cell_index):
         if self.output_hook_stack[msg["parent_header"].get("msg_id")]:
@@ -70,6 +124,24 @@ class GuardedExecute(Execute):
             outs.append(new_output("stream", name="stdout", text=(
                 f"\n[output truncated: this cell printed more than {self.max_output_bytes:,} bytes]\n")))
         return None
+
+
+def _time_limited(cell) -> bool:
+    return any(o.get("output_type") == "error" and o.get("ename") in TIME_LIMIT_ERRORS
+               for o in cell.get("outputs", []))
+
+
+def _lost_output(died: bool, timeout) -> dict:
+    what = ("the kernel died while running this cell (os._exit, a crash, or out of memory)" if died
+            else f"this cell ran past the time limit ({timeout} s) and did not stop when interrupted")
+    return new_output("error", ename=KERNEL_DIED if died else UNSTOPPABLE,
+                      evalue=what + "; a new kernel ran the cells above again and grading went on",
+                      traceback=[f"{KERNEL_DIED if died else UNSTOPPABLE}: {what}"])
+
+
+def _not_run_output(restarts: int) -> dict:
+    why = f"not run: the kernel had to be restarted {restarts} times in this notebook"
+    return new_output("error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"])
 
 
 class StderrIsNotFailure(NbGraderPreprocessor):

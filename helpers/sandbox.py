@@ -109,18 +109,72 @@ def status() -> str:
     return f"sandboxed: no network, private mounts (tests, gradebook, homes hidden), limits, {who}"
 
 
-def sandbox_processes() -> list[int]:
-    """Processes running under a sandbox user id (left-overs, if any)."""
+def sandbox_processes(uid: int | None = None) -> list[int]:
+    """Live processes (zombies left out) of the sandbox user ``uid``, or of any sandbox user."""
     found = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
-            uid = next(int(line.split()[1]) for line in status.read_text().splitlines()
-                       if line.startswith("Uid:"))
-        except (OSError, StopIteration, ValueError):
+            lines = status.read_text().splitlines()
+            state = next(line.split()[1] for line in lines if line.startswith("State:"))
+            owner = next(int(line.split()[1]) for line in lines if line.startswith("Uid:"))
+        except (OSError, StopIteration, ValueError, IndexError):
             continue
-        if uid >= UID_BASE:
+        if state != "Z" and (owner == uid if uid is not None else owner >= UID_BASE):
             found.append(int(status.parent.name))
     return found
+
+
+def signal_user(uid: int, signum: int) -> None:
+    """Send ``signum`` to every process of user ``uid`` in one step (needs root).
+
+    ``kill(-1, ...)`` sent *as* that user reaches all its processes at once, under the kernel's
+    task-list lock, and a fork racing with it hands the signal on to the child: a fork bomb
+    cannot outrun it, as it outruns killing process ids one by one. The sender is a short-lived
+    child that takes the user id; it is itself spared by ``kill(-1)``.
+    """
+    if uid < UID_BASE:
+        raise ValueError(f"refusing to signal every process of user id {uid}: not a sandbox user")
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signum)
+            code = 0
+        except OSError:
+            pass
+        finally:
+            os._exit(code)
+    os.waitpid(child, 0)
+
+
+def stop_all_but(uid: int, keep: int) -> int:
+    """Kill every process of sandbox user ``uid`` except ``keep``, which is left running.
+
+    All of them are stopped first (``SIGSTOP`` is atomic, see ``signal_user``), so none can fork
+    while the others are killed one by one. Returns how many were killed.
+    """
+    import signal
+
+    signal_user(uid, signal.SIGSTOP)
+    killed: set[int] = set()
+    for _ in range(20):
+        rest = [pid for pid in sandbox_processes(uid) if pid != keep and pid not in killed]
+        if not rest:
+            break
+        for pid in rest:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+    try:
+        os.kill(keep, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+    return len(killed)
 
 
 # ------------------------------------------------------------------ entering the sandbox

@@ -104,7 +104,12 @@ def serve(sock_path: str, policy_file: str | None = None) -> None:
                 _become_kernel(request, fds, policy)
             for fd in fds:
                 os.close(fd)
-            _watch(conn, kernel)
+            uid = None
+            if policy is not None and policy.drop_to_nobody:
+                from .sandbox import UID_BASE
+
+                uid = UID_BASE + kernel  # the user id the kernel takes in sandbox.enter
+            _watch(conn, kernel, uid)
         for fd in fds:
             os.close(fd)
         conn.close()
@@ -117,7 +122,8 @@ def _become_kernel(request: dict, fds: list[int], policy=None) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    os.setpgid(0, 0)
+    os.setsid()  # a session of its own: the scheduler shares CPU between sessions, so a
+    # kernel that spawns a hundred busy processes still gets one kernel's share
     connection_file = request["connection_file"]
     if policy is not None:
         from .sandbox import enter
@@ -171,12 +177,25 @@ def _kill_all_but(keep: int) -> None:
                 pass
 
 
-def _watch(conn: socket.socket, pid: int) -> None:
+def _watch(conn: socket.socket, pid: int, uid: int | None = None) -> None:
     """Tell the client how the kernel ended; if the client disappears first, end the kernel.
 
     On an interrupt (a cell past its time limit) everything the kernel started is killed, so a
-    fork bomb stops with its cell instead of slowing every later cell and submission.
+    fork bomb stops with its cell instead of slowing every later cell and submission; when the
+    kernel ends, whatever it left behind is killed. With the kernel's sandbox user id ``uid``
+    that is done for all its processes at once (``helpers.sandbox.stop_all_but``), which a fork
+    bomb cannot outrun; without it, process by process.
     """
+    from . import sandbox
+
+    def stop_the_rest(keep: int) -> None:
+        if uid is None:
+            _kill_all_but(keep)
+        elif keep == -1:
+            sandbox.signal_user(uid, signal.SIGKILL)
+        else:
+            sandbox.stop_all_but(uid, keep)
+
     _send(conn, {"pid": pid})
     conn.setblocking(False)
     code = None
@@ -184,14 +203,14 @@ def _watch(conn: socket.socket, pid: int) -> None:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             code = os.waitstatus_to_exitcode(status)
-            _kill_all_but(keep=-1)
+            stop_the_rest(keep=-1)
             break
         try:
             byte = conn.recv(1)
             if byte == b"":  # the client is gone
                 os.kill(pid, signal.SIGKILL)
             elif byte == b"i":
-                _kill_all_but(keep=pid)
+                stop_the_rest(keep=pid)
         except BlockingIOError:
             pass
         except OSError:
@@ -203,6 +222,7 @@ def _watch(conn: socket.socket, pid: int) -> None:
         _send(conn, {"exit": code})
     except OSError:
         pass
+    _reap_adopted(-1)
     os._exit(0)
 
 

@@ -19,6 +19,9 @@ from helpers.autograde import (
 )
 
 LESSON = "02_attention_lookup"
+# An endless loop that swallows the interrupt sent at the time limit: the kernel must be replaced.
+STUBBORN = ("import time\nwhile True:\n    try:\n        time.sleep(1)\n"
+            "    except BaseException:\n        pass\n")
 REMOTE = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//""", re.I)
 
 
@@ -29,7 +32,8 @@ def graded_class(tmp_path_factory, built_solutions):
     fake_class(LESSON, subs, 4, broken={"corrupt": '{"cells": [', "empty": ""})
     full = solution_answers(LESSON)
     for student, answer in (("crasher", "import os\nos._exit(1)"),
-                            ("looper", "while True:\n    pass")):
+                            ("looper", "while True:\n    pass"),
+                            ("stubborn", STUBBORN)):
         dest = subs / student / LESSON / f"{LESSON}.ipynb"
         dest.parent.mkdir(parents=True)
         nbformat.write(fill_notebook(LESSON, {**full, "quiz_1": answer}), dest)
@@ -41,14 +45,15 @@ def graded_class(tmp_path_factory, built_solutions):
 def test_every_submission_is_accounted_for(graded_class):
     _, report = graded_class
     everyone = {"student000", "student001", "student002", "student003", "corrupt", "empty",
-                "crasher", "looper"}
+                "crasher", "looper", "stubborn"}
     assert set(report.graded) | set(report.failed) == everyone
-    assert set(report.failed) == {"corrupt", "empty", "crasher"}
+    assert set(report.failed) == {"corrupt", "empty"}
     assert "not a readable notebook" in report.failed["corrupt"]
-    assert "kernel died" in report.failed["crasher"]
-    assert report.interrupted == {"looper": ["quiz_1"]}
+    assert report.crashed == {"crasher": ["quiz_1"]}
+    assert report.interrupted == {"looper": ["quiz_1"], "stubborn": ["quiz_1"]}
     text = "\n".join(report.lines())
-    for name in ("corrupt", "empty", "crasher", "looper"):
+    assert "the kernel died in quiz_1 and was restarted" in text
+    for name in ("corrupt", "empty", "crasher", "looper", "stubborn"):
         assert name in text
 
 
@@ -58,12 +63,14 @@ def test_scores_survive_the_merge_of_parallel_workers(graded_class):
     assert report.graded["student001"] == 0  # blank
     assert 0 < report.graded["student002"] < 13  # one exercise left undone
     assert report.graded["looper"] == 12  # only the interrupted quiz answer is lost
+    assert report.graded["crasher"] == 12  # a new kernel graded the rest
+    assert report.graded["stubborn"] == 12  # the same, after a cell that ignored the interrupt
 
 
 def test_failures_have_a_recorded_zero_in_the_csv(graded_class):
     root, _ = graded_class
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
-    for student in ("corrupt", "empty", "crasher"):
+    for student in ("corrupt", "empty"):
         assert float(rows[student]["score"]) == 0.0
     assert float(rows["student000"]["score"]) == 13.0
 
@@ -73,8 +80,8 @@ def test_summary_counts_who_passed_each_grade_cell(graded_class):
     rows = {r["grade_cell"]: r for r in csv.DictReader((root / f"summary_{LESSON}.csv").open())}
     assert set(rows) >= {"softmax_tests", "attention_tests", "self_attention_tests", "quiz_1_check"}
     total = sum(int(rows["softmax_tests"][k]) for k in ("full", "partial", "zero", "by hand"))
-    assert total == 8
-    assert int(rows["quiz_1_check"]["zero"]) >= 5  # blank, corrupt, empty, crasher, looper
+    assert total == 9  # every submission, the ungradable ones included
+    assert int(rows["quiz_1_check"]["zero"]) >= 6  # blank, corrupt, empty, crasher, looper, stubborn
 
 
 def test_feedback_is_offline_and_hides_hidden_tests(graded_class):

@@ -35,14 +35,15 @@ def bombed(tmp_path_factory, built_solutions):
 
 def test_the_class_run_survives_and_the_honest_student_keeps_full_marks(bombed):
     assert bombed.graded["honest"] == FULL
-    assert set(bombed.graded) | set(bombed.failed) == {"honest", "forker", "printer"}
+    assert set(bombed.graded) == {"honest", "forker", "printer"} and not bombed.failed
 
 
-def test_each_bomb_is_stopped_and_reported(bombed):
+def test_each_bomb_costs_only_its_cell_and_is_reported(bombed):
     text = "\n".join(bombed.lines())
     for student in ("forker", "printer"):
-        assert student in text
-        assert "quiz_1" in bombed.interrupted.get(student, []) or student in bombed.failed
+        assert f"{student}: stopped at the time limit in quiz_1" in text
+    # the fork bomb does not stop when interrupted: its kernel is replaced and the rest graded
+    assert bombed.graded["forker"] == FULL - 1
     # the answer was set before the endless loop: stopping the loop costs no points
     assert bombed.graded["printer"] == FULL
 
