@@ -30,6 +30,7 @@ from traitlets.config import Config
 COURSE_ID = "attention-from-scratch"
 # Generous per-cell limit: a grade cell may train a small model for a few seconds.
 CELL_TIMEOUT_S = 300
+IOPUB_TIMEOUT_S = 20
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 _REMOTE_SCRIPT = re.compile(r'<script[^>]*\ssrc="(https?:)?//[^"]*"[^>]*>.*?</script>\s*', re.S)
 
@@ -183,6 +184,10 @@ def configure(c: Config, root: str | Path) -> Config:
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py"]
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
     c.Execute.timeout = CELL_TIMEOUT_S
+    # After a cell's reply (or its interrupt), the time allowed for its remaining output to
+    # arrive. nbclient's 4 s is too short for a cell interrupted while flooding its output on a
+    # busy machine: its kernel would be taken for stuck and replaced, losing the cell.
+    c.Execute.iopub_timeout = IOPUB_TIMEOUT_S
     c.OverwriteCells.add_missing_cells = True
     c.Autograde.autograde_preprocessors = [
         GuardedExecute,

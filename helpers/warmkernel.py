@@ -145,9 +145,38 @@ def _become_kernel(request: dict, fds: list[int], policy=None) -> None:
     if os.environ.get("JPY_PARENT_PID"):  # read at import (in the server), so pass it on here
         sys.argv.append(f"--IPKernelApp.parent_handle={os.environ['JPY_PARENT_PID']}")
     try:
-        IPKernelApp.launch_instance(argv=sys.argv[1:])
+        app = IPKernelApp.instance()
+        app.initialize(sys.argv[1:])
+        if policy is not None and policy.drop_to_nobody:
+            kernel = os.getpid()
+            app.shell.events.register("post_run_cell", lambda *_: _end_leftover_processes(kernel))
+        app.start()
     finally:
         os._exit(0)
+
+
+def _end_leftover_processes(kernel: int) -> None:
+    """After each cell of a sandboxed kernel: end every process the cell left running.
+
+    The kernel has a user id of its own (``helpers.sandbox.enter``), so ``kill(-1)`` from it
+    reaches exactly the processes it started (and their children), all at once — a fork bomb's
+    copies included, which would otherwise hold every process slot and leave later cells unable
+    to start a thread. Then the kernel collects its dead children. Nothing a lesson does needs a
+    process to outlive its cell. A forked copy of the kernel that gets here just ends.
+    """
+    if os.getpid() != kernel:
+        os._exit(0)
+    try:
+        os.kill(-1, signal.SIGKILL)  # never the caller itself
+    except ProcessLookupError:
+        return  # nothing was running
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
 
 
 def _descendants(ancestor: int) -> list[int]:

@@ -32,6 +32,15 @@ probe("write outside", lambda: open(OUTSIDE, "w").write("x"))
 probe("network", lambda: socket.create_connection(("10.255.255.1", 80), timeout=2))
 '''
 
+# More sleeping children than the sandbox's process limit: the cell fails, and the children
+# would hold every process slot (no thread could start in later cells) if they outlived it.
+SPAWNER = """import os, time
+for _ in range(200):
+    if os.fork() == 0:
+        time.sleep(600)
+        os._exit(0)
+"""
+
 
 def _submission(folder, student, answers, edit=None):
     nb = fill_notebook(LESSON, answers)
@@ -66,6 +75,7 @@ def hostile(tmp_path_factory, built_solutions):
         "def check_softmax(*args, **kwargs):\n    print('✓ looks fine')\n")})
     _submission(subs, "snooper", {**full, "quiz_1": full["quiz_1"] + "\n" + snoop})
     _submission(subs, "memory_bomb", {**full, "quiz_1": "hog = bytearray(64 * 2**30)\nquiz_1 = 'a'"})
+    _submission(subs, "spawner", {**full, "quiz_1": full["quiz_1"] + "\n" + SPAWNER})
     _submission(subs, "chatty", {**full, "quiz_2": full["quiz_2"] + "\nfor _ in range(60_000):\n"
                                  "    print('spam ' * 40)"})
     _submission(subs, "deleter", full, edit=lambda nb: nb.cells.remove(_cell(nb, "softmax_tests")))
@@ -108,6 +118,16 @@ def test_the_sandbox_hides_tests_gradebook_classmates_and_network(hostile):
 def test_memory_bomb_costs_only_its_cell(hostile):
     _, report, _ = hostile
     assert report.graded["memory_bomb"] == FULL - 1  # quiz_1 lost, nothing else
+
+
+@pytest.mark.skipif(sandbox.launcher() is None, reason=sandbox.status())
+def test_processes_left_by_a_cell_end_with_it(hostile):
+    root, report, _ = hostile
+    nb = nbformat.read(root / "autograded" / "spawner" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    assert [o.ename for o in _cell(nb, "quiz_1").outputs if o.output_type == "error"] == \
+        ["BlockingIOError"]  # the process limit stopped the loop
+    assert report.graded["spawner"] == FULL  # and later cells still start threads
+    assert "spawner" not in report.crashed and "spawner" not in report.interrupted
 
 
 def test_endless_output_is_cut_and_costs_nothing(hostile):
