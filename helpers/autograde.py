@@ -39,7 +39,7 @@ from traitlets.config import Config
 
 from . import sandbox
 from .build import ROOT
-from .grading import KERNEL_DIED, TIME_LIMIT_ERRORS, configure, offline_feedback
+from .grading import KERNEL_DIED, TIME_LIMIT_ERRORS, configure, is_cap_marker, offline_feedback
 
 DEFAULT_PATTERN = r"^(?P<student_id>[A-Za-z0-9]+)"
 
@@ -53,6 +53,7 @@ class ClassReport:
     failed: dict[str, str] = field(default_factory=dict)  # student -> why it could not be graded
     interrupted: dict[str, list[str]] = field(default_factory=dict)  # student -> cells stopped at the limit
     crashed: dict[str, list[str]] = field(default_factory=dict)  # student -> cells the kernel died in
+    limited: dict[str, list[str]] = field(default_factory=dict)  # student -> "limit in cell"
     skipped: list[str] = field(default_factory=list)  # files that belong to no student
     max_score: float = 0.0
     seconds: float = 0.0
@@ -71,6 +72,7 @@ class ClassReport:
                 for s, cells in sorted(self.interrupted.items())]
         out += [f"  {s}: the kernel died in {', '.join(cells)} and was restarted (those cells score 0)"
                 for s, cells in sorted(self.crashed.items())]
+        out += [f"  {s}: ran into the {'; the '.join(hits)}" for s, hits in sorted(self.limited.items())]
         out += [f"  ignored file {f}: no student id in its name" for f in self.skipped]
         flagged = {s: f for s, f in self.integrity.items() if f}
         if flagged:
@@ -247,18 +249,41 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
     return outcome
 
 
-def interrupted_cells(path: Path, errors: tuple[str, ...] = TIME_LIMIT_ERRORS) -> list[str]:
-    """Cells of an autograded notebook that were interrupted at the time limit (or, with
-    ``errors=(KERNEL_DIED,)``, in which the kernel died)."""
+# What an error in a graded cell says about the limits the cell ran into (see helpers.sandbox).
+_LIMIT_SIGNS = (("memory limit", "MemoryError", ""),
+                ("process limit", "", "Resource temporarily unavailable"),
+                ("process limit", "RuntimeError", "can't start new thread"),
+                ("file size limit", "", "File too large"),
+                ("open files limit", "", "Too many open files"))
+
+
+def cell_events(path: Path) -> dict[str, list[str]]:
+    """What happened in the cells of an autograded notebook, as {event: [cell, ...]}.
+
+    Events: ``time limit`` (interrupted, or replaced for ignoring the interrupt), ``kernel died``,
+    a sandbox limit (``memory limit``, ``process limit``, ...) and ``output cap``.
+    """
+    found: dict[str, list[str]] = {}
     if not path.exists():
-        return []
+        return found
     nb = nbformat.read(path, as_version=4)
-    found = []
     for i, cell in enumerate(nb.cells):
+        name = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {i}"
+        events = set()
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" and out.get("ename") in errors:
-                found.append(cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {i}")
-                break
+            if is_cap_marker(out):
+                events.add("output cap")
+            if out.get("output_type") != "error":
+                continue
+            ename, evalue = out.get("ename", ""), str(out.get("evalue", ""))
+            if ename in TIME_LIMIT_ERRORS:
+                events.add("time limit")
+            elif ename == KERNEL_DIED:
+                events.add("kernel died")
+            events.update(limit for limit, sign_name, sign_text in _LIMIT_SIGNS
+                          if (not sign_name or ename == sign_name) and sign_text in evalue)
+        for event in sorted(events):
+            found.setdefault(event, []).append(name)
     return found
 
 
@@ -453,11 +478,14 @@ def grade_class(lesson: str, submissions: Path, root: Path = ROOT / "grading", w
                 report.graded[student] = sum(g.auto_score or 0.0 for g in nb.grades
                                              if g.cell.cell_type == "code")
     for student in report.graded:
-        path = root / "autograded" / student / lesson / f"{lesson}.ipynb"
-        for found, errors in ((report.interrupted, TIME_LIMIT_ERRORS), (report.crashed, (KERNEL_DIED,))):
-            cells = interrupted_cells(path, errors)
-            if cells:
-                found[student] = cells
+        events = cell_events(root / "autograded" / student / lesson / f"{lesson}.ipynb")
+        if "time limit" in events:
+            report.interrupted[student] = events.pop("time limit")
+        if "kernel died" in events:
+            report.crashed[student] = events.pop("kernel died")
+        if events:
+            report.limited[student] = [f"{event} in {', '.join(cells)}"
+                                       for event, cells in sorted(events.items())]
     if feedback:
         for student in report.graded:
             api.generate_feedback(lesson, student, force=True)

@@ -54,6 +54,7 @@ class StripGradeTracebacks(NbGraderPreprocessor):
 # did not stop when interrupted at the time limit. The report lists the cells by these names.
 KERNEL_DIED, UNSTOPPABLE = "DeadKernelError", "CellTimeoutError"
 TIME_LIMIT_ERRORS = ("KeyboardInterrupt", UNSTOPPABLE)
+TRUNCATED = "[output truncated"  # how a cell's output past the cap is marked
 
 
 class GuardedExecute(Execute):
@@ -121,10 +122,16 @@ class GuardedExecute(Execute):
                 return out
             if out.get("output_type") == "stream":  # one huge message: keep its beginning
                 out["text"] = out["text"][: self.max_output_bytes - size]
-        if not outs or not outs[-1].get("text", "").startswith("\n[output truncated"):
-            outs.append(new_output("stream", name="stdout", text=(
-                f"\n[output truncated: this cell printed more than {self.max_output_bytes:,} bytes]\n")))
+        if not outs or not is_cap_marker(outs[-1]):  # a display, so that no stream absorbs it
+            outs.append(new_output("display_data", data={"text/plain": (
+                f"{TRUNCATED}: this cell printed more than {self.max_output_bytes:,} bytes]")}))
         return None
+
+
+def is_cap_marker(output) -> bool:
+    """Whether ``output`` is the mark that a cell's output was cut at the cap."""
+    return output.get("output_type") == "display_data" and \
+        str(output.get("data", {}).get("text/plain", "")).startswith(TRUNCATED)
 
 
 def _time_limited(cell) -> bool:

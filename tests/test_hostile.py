@@ -118,6 +118,8 @@ def test_the_sandbox_hides_tests_gradebook_classmates_and_network(hostile):
 def test_memory_bomb_costs_only_its_cell(hostile):
     _, report, _ = hostile
     assert report.graded["memory_bomb"] == FULL - 1  # quiz_1 lost, nothing else
+    assert report.limited["memory_bomb"] == ["memory limit in quiz_1"]
+    assert "  memory_bomb: ran into the memory limit in quiz_1" in report.lines()
 
 
 @pytest.mark.skipif(sandbox.launcher() is None, reason=sandbox.status())
@@ -127,12 +129,14 @@ def test_processes_left_by_a_cell_end_with_it(hostile):
     assert [o.ename for o in _cell(nb, "quiz_1").outputs if o.output_type == "error"] == \
         ["BlockingIOError"]  # the process limit stopped the loop
     assert report.graded["spawner"] == FULL  # and later cells still start threads
+    assert report.limited["spawner"] == ["process limit in quiz_1"]
     assert "spawner" not in report.crashed and "spawner" not in report.interrupted
 
 
 def test_endless_output_is_cut_and_costs_nothing(hostile):
     root, report, _ = hostile
     assert report.graded["chatty"] == FULL
+    assert report.limited["chatty"] == ["output cap in quiz_2"]
     nb = nbformat.read(root / "autograded" / "chatty" / LESSON / f"{LESSON}.ipynb", as_version=4)
     kept = sum(len(o.get("text", "")) for o in _cell(nb, "quiz_2").outputs)
     assert kept < 3_000_000 and "truncated" in str(_cell(nb, "quiz_2").outputs).lower()
