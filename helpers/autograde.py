@@ -232,7 +232,7 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
             ipc = folder / "ipc"
             ipc.mkdir(parents=True, exist_ok=True)
             ipc.chmod(0o1777)  # the kernel, as nobody, creates its sockets here
-            policy = sandbox.course_policy(ROOT, sandbox_root, extra_keep=(str(ipc),))
+            policy = sandbox.course_policy(ROOT, sandbox_root, writable=(str(ipc),))
         server = WarmServer.start(folder, policy=policy, prefix=prefix)
         spec_dir = server.kernelspec(folder / "share")
         os.environ["JUPYTER_PATH"] = os.pathsep.join(

@@ -8,15 +8,17 @@ home, write anywhere the grader can, and reach the network. Here every graded ke
 - in a **mount namespace of its own** where ``solutions/``, the grading folder (gradebook,
   every submission), the exchange, ``/root`` and ``/home`` are hidden behind empty tmpfs
   mounts, except for the kernel's own working folder and the Python installation; ``/tmp``,
-  ``/var/tmp`` and ``/dev/shm`` are fresh and private;
+  ``/var/tmp`` and ``/dev/shm`` are fresh and private; every other mount (the repository, the
+  Python installation, the rest of the disk) is **read-only**;
 - as an unprivileged user id of its own (when the grader is root), which can write only its
   own working folder and the private scratch folders;
 - with **resource limits**: address space, processes, file size, open files; plus the
   per-cell timeout of nbgrader.
 
 It needs root (as in CI and on a grading server) or unprivileged user namespaces (then the
-kernel keeps the grader's user id inside its namespaces but sees the same hidden folders and no
-network). Where neither works, grading still runs, unsandboxed, and ``status()`` says so.
+kernel keeps the grader's user id inside its namespaces, but sees the same hidden folders and
+read-only mounts, has no network, and runs in a PID namespace of its own that holds everything
+it starts). Where neither works, grading still runs, unsandboxed, and ``status()`` says so.
 
 The kernels are forked by the warm server (``helpers.warmkernel``), which runs inside the
 network namespace; each forked kernel enters its own mount namespace, drops to ``nobody`` and
@@ -26,6 +28,7 @@ applies the limits before it runs any student code.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import resource
@@ -39,7 +42,11 @@ from pathlib import Path
 # per-user limits (the process count) that one submission cannot exhaust for another.
 UID_BASE = 100_000
 _CLONE_NEWNS = 0x00020000
-_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = \
+    1, 2, 4, 32, 4096, 16384, 1 << 18
+# Flags a remount must repeat (inside a user namespace it may not drop them).
+_KEPT_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": 8, "noatime": 1024,
+               "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
 _PR_SET_NO_NEW_PRIVS = 38
 
 
@@ -55,11 +62,14 @@ class Limits:
 
 @dataclass(frozen=True)
 class Policy:
-    """What a sandboxed kernel may see: ``hide`` folders and files, ``keep`` folders inside them."""
+    """What a sandboxed kernel may see: ``hide`` folders and files, ``keep`` folders inside them
+    (read-only), ``writable`` folders (kept too). Everything else it sees is read-only as well,
+    except its working folder and private scratch folders."""
 
     hide: tuple[str, ...] = ()
     hide_files: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
     drop_to_nobody: bool = True
 
@@ -73,16 +83,19 @@ class Policy:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
-def course_policy(repo: Path, grading_root: Path, extra_keep: tuple[str, ...] = ()) -> Policy:
-    """The course's policy: hide the hidden tests, the gradebook, submissions and homes."""
+def course_policy(repo: Path, grading_root: Path, writable: tuple[str, ...] = ()) -> Policy:
+    """The course's policy: hide the hidden tests, the gradebook, submissions and homes; the
+    Python installation and the repository stay readable; ``writable``: folders the kernel
+    must write besides its working folder (the sockets it talks over)."""
     repo, grading_root = Path(repo).resolve(), Path(grading_root).resolve()
     hide = [str(repo / "solutions"), str(grading_root), "/root", "/home"]
     # The repository stays readable (helpers, data, the environment) wherever it lives, even
     # under /tmp or a home folder; its solutions/ stays hidden, mounted over before the keep.
-    keep = [sys.base_prefix, sys.prefix, str(repo), *extra_keep]
+    keep = [sys.base_prefix, sys.prefix, str(repo)]
     files = [str(p) for p in (repo / "gradebook.db",) if p.exists()]
     return Policy(hide=tuple(h for h in hide if os.path.isdir(h)), hide_files=tuple(files),
-                  keep=tuple(dict.fromkeys(keep)), drop_to_nobody=os.geteuid() == 0)
+                  keep=tuple(dict.fromkeys(keep)), writable=tuple(writable),
+                  drop_to_nobody=os.geteuid() == 0)
 
 
 # ------------------------------------------------------------------ can we sandbox here?
@@ -197,15 +210,42 @@ def _mount(libc, source: str | None, target: str, fstype: str | None, flags: int
            f"mount {source} on {target}")
 
 
+def _mount_points() -> list[tuple[str, set[str]]]:
+    """This namespace's mount points with their per-mount options, from /proc/self/mountinfo."""
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        point = fields[4].encode().decode("unicode_escape")  # \040 for a space, etc.
+        found.append((point, set(fields[5].split(","))))
+    return found
+
+
+def _under(path: str, folders) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _task_count(uid: int) -> int:
+    """Processes and threads of user ``uid`` (the count RLIMIT_NPROC is checked against)."""
+    total = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                total += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return total
+
+
 def enter(policy: Policy, workdir: str) -> None:
     """Called in a forked kernel before any student code: private mounts, limits, no root."""
     libc = _libc()
     _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)  # our mounts stay ours
     scratch = [d for d in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(d)]
-    covered = [*policy.hide, *scratch]
-    keep = [k for k in (*policy.keep, workdir)
-            if any(k == h or k.startswith(h.rstrip("/") + "/") for h in covered)]
+    writable = [workdir, *policy.writable]
+    # Hidden folders that must come back into view, and writable ones: each its own mount.
+    keep = [k for k in (*policy.keep, *writable) if _under(k, [*policy.hide, *scratch]) or k in writable]
     fds = {k: os.open(k, os.O_RDONLY | os.O_DIRECTORY) for k in keep if os.path.isdir(k)}
     for hidden in policy.hide:
         _mount(libc, "tmpfs", hidden, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=4m")
@@ -217,9 +257,25 @@ def enter(policy: Policy, workdir: str) -> None:
         os.makedirs(path, exist_ok=True)
         _mount(libc, f"/proc/self/fd/{fds[path]}", path, None, _MS_BIND | _MS_REC)
         os.close(fds[path])
+    # Everything else read-only: the repository, the Python installation, the rest of the disk.
+    # (As root the kernel drops to a user that could not write there anyway; in a user
+    # namespace it keeps the grader's own rights, which these read-only mounts take back.)
+    for point, options in _mount_points():
+        if "ro" in options or _under(point, ("/proc", "/sys", "/dev")) or point in (*scratch, *writable):
+            continue
+        flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY
+        flags |= sum(bit for name, bit in _KEPT_FLAGS.items() if name in options)
+        try:
+            _mount(libc, None, point, None, flags)
+        except OSError as err:  # a mount hidden under a later one (e.g. the fresh /tmp): gone
+            if err.errno not in (errno.EINVAL, errno.ENOENT):
+                raise
     limits = policy.limits
+    processes = limits.processes
+    if not policy.drop_to_nobody:  # the grader's user id, whose other processes count too
+        processes += _task_count(os.getuid())
     for res, value in ((resource.RLIMIT_AS, limits.address_space_bytes),
-                       (resource.RLIMIT_NPROC, limits.processes),
+                       (resource.RLIMIT_NPROC, processes),
                        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
                        (resource.RLIMIT_NOFILE, limits.open_files),
                        (resource.RLIMIT_CORE, 0)):

@@ -34,6 +34,7 @@ from pathlib import Path
 
 KERNEL_NAME = "python3-warm"
 _PR_SET_CHILD_SUBREAPER = 36
+_CLONE_NEWPID = 0x20000000
 PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "torch", "ipywidgets", "ipykernel.kernelapp",
            "helpers.checks", "helpers.quiz", "helpers.plots", "helpers.widgets")
 
@@ -95,13 +96,20 @@ def serve(sock_path: str, policy_file: str | None = None) -> None:
             continue
         if os.fork() == 0:  # a watcher per kernel; the kernel is its child
             listener.close()
-            import ctypes  # orphans of the kernel's children are adopted here, not by init
+            import ctypes
 
-            ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            libc = ctypes.CDLL(None)
+            libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of the kernel's children
+            # In a user namespace the kernel keeps the grader's user id: a PID namespace of its
+            # own (the kernel its first process) then holds everything the kernel starts, which
+            # all ends when the kernel ends, and which kill(-1) from the kernel reaches.
+            own_pids = policy is not None and not policy.drop_to_nobody \
+                and libc.unshare(_CLONE_NEWPID) == 0
             kernel = os.fork()
             if kernel == 0:
                 conn.close()
-                _become_kernel(request, fds, policy)
+                _become_kernel(request, fds, policy, alone=policy is not None and (
+                    policy.drop_to_nobody or own_pids))
             for fd in fds:
                 os.close(fd)
             uid = None
@@ -116,7 +124,9 @@ def serve(sock_path: str, policy_file: str | None = None) -> None:
         _reap()
 
 
-def _become_kernel(request: dict, fds: list[int], policy=None) -> None:
+def _become_kernel(request: dict, fds: list[int], policy=None, alone: bool = False) -> None:
+    """Become the kernel; ``alone``: it has a user id or a PID namespace of its own, so
+    ``kill(-1)`` from it reaches only the processes it started."""
     for target, fd in zip((0, 1, 2), fds):
         os.dup2(fd, target)
     os.chdir(request["cwd"])
@@ -147,36 +157,56 @@ def _become_kernel(request: dict, fds: list[int], policy=None) -> None:
     try:
         app = IPKernelApp.instance()
         app.initialize(sys.argv[1:])
-        if policy is not None and policy.drop_to_nobody:
+        if policy is not None:
             kernel = os.getpid()
-            app.shell.events.register("post_run_cell", lambda *_: _end_leftover_processes(kernel))
+            app.shell.events.register("post_run_cell",
+                                      lambda *_: _end_leftover_processes(kernel, alone))
         app.start()
     finally:
         os._exit(0)
 
 
-def _end_leftover_processes(kernel: int) -> None:
+def _end_leftover_processes(kernel: int, alone: bool) -> None:
     """After each cell of a sandboxed kernel: end every process the cell left running.
 
-    The kernel has a user id of its own (``helpers.sandbox.enter``), so ``kill(-1)`` from it
-    reaches exactly the processes it started (and their children), all at once — a fork bomb's
-    copies included, which would otherwise hold every process slot and leave later cells unable
-    to start a thread. Then the kernel collects its dead children. Nothing a lesson does needs a
-    process to outlive its cell. A forked copy of the kernel that gets here just ends.
+    When the kernel is ``alone`` — a user id of its own (``helpers.sandbox.enter`` as root) or a
+    PID namespace of its own (in a user namespace) — ``kill(-1)`` from it reaches exactly the
+    processes it started, and their children, all at once: a fork bomb's copies included,
+    which would otherwise hold every process slot and leave later cells unable to start a
+    thread. Otherwise its descendants are killed one by one. Then the kernel collects its dead
+    children. Nothing a lesson does needs a process to outlive its cell. A forked copy of the
+    kernel that gets here ends.
     """
     if os.getpid() != kernel:
         os._exit(0)
-    try:
-        os.kill(-1, signal.SIGKILL)  # never the caller itself
-    except ProcessLookupError:
-        return  # nothing was running
+    if alone:
+        try:
+            os.kill(-1, signal.SIGKILL)  # never the caller itself
+        except ProcessLookupError:
+            return  # nothing was running
+    else:
+        children = "".join(p.read_text() for p in Path("/proc/self/task").glob("*/children"))
+        if not children.strip():
+            return
+        for _ in range(5):
+            rest = _descendants(kernel)
+            if not rest:
+                break
+            for pid in rest:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    deadline = time.monotonic() + 2
     while True:
         try:
-            os.waitpid(-1, 0)
+            done, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
-        except InterruptedError:
-            continue
+        if done == 0:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
 
 
 def _descendants(ancestor: int) -> list[int]:

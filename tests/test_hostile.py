@@ -29,6 +29,7 @@ probe("solutions", lambda: open(SOLUTIONS).read())
 probe("gradebook", lambda: open(GRADEBOOK).read())
 probe("other student", lambda: open(OTHER).read())
 probe("write outside", lambda: open(OUTSIDE, "w").write("x"))
+probe("write course", lambda: open(COURSE, "w").write("x"))
 probe("network", lambda: socket.create_connection(("10.255.255.1", 80), timeout=2))
 '''
 
@@ -64,7 +65,8 @@ def hostile(tmp_path_factory, built_solutions):
     snoop = SNOOP.replace("SOLUTIONS", repr(str(ROOT / "solutions" / LESSON / f"{LESSON}.py"))) \
         .replace("GRADEBOOK", repr(str(root / "gradebook.db"))) \
         .replace("OTHER", repr(str(root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb"))) \
-        .replace("OUTSIDE", repr(str(outside)))
+        .replace("OUTSIDE", repr(str(outside))) \
+        .replace("COURSE", repr(str(ROOT / "helpers" / "pwned.py")))
     _submission(subs, "honest", full)
     _submission(subs, "noisy", {**full, "softmax": full["softmax"].replace(
         '    """Numerically', '    import sys\n    print("debugging", file=sys.stderr)\n    """Numerically')})
@@ -106,9 +108,10 @@ def test_the_sandbox_hides_tests_gradebook_classmates_and_network(hostile):
     assert report.isolation.startswith("sandboxed")
     nb = nbformat.read(root / "autograded" / "snooper" / LESSON / f"{LESSON}.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for o in _cell(nb, "quiz_1").outputs)
-    for what in ("solutions", "gradebook", "other student", "write outside", "network"):
+    # (a write outside may land in the kernel's private /tmp: what matters is that it stays there)
+    for what in ("solutions", "gradebook", "other student", "write course", "network"):
         assert f"{what} blocked" in printed, printed
-    assert not outside.exists()
+    assert not outside.exists() and not (ROOT / "helpers" / "pwned.py").exists()
     kinds = {f.kind: f.severity for f in report.integrity["snooper"]}
     assert kinds["file-access"] == "review" and kinds["network"] == "tamper"
     assert "snooper" in report.zeroed  # reaching for the network zeroes the attempt for review
