@@ -33,6 +33,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -122,18 +123,26 @@ def status() -> str:
     return f"sandboxed: no network, private mounts (tests, gradebook, homes hidden), limits, {who}"
 
 
-def sandbox_processes(uid: int | None = None) -> list[int]:
-    """Live processes (zombies left out) of the sandbox user ``uid``, or of any sandbox user."""
-    found = []
+def _process_status():
+    """(pid, fields of /proc/PID/status) for every process still there."""
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
             lines = status.read_text().splitlines()
-            state = next(line.split()[1] for line in lines if line.startswith("State:"))
-            owner = next(int(line.split()[1]) for line in lines if line.startswith("Uid:"))
-        except (OSError, StopIteration, ValueError, IndexError):
+        except OSError:
+            continue
+        yield int(status.parent.name), dict(line.split(":", 1) for line in lines if ":" in line)
+
+
+def sandbox_processes(uid: int | None = None) -> list[int]:
+    """Live processes (zombies left out) of the sandbox user ``uid``, or of any sandbox user."""
+    found = []
+    for pid, fields in _process_status():
+        try:
+            state, owner = fields["State"].split()[0], int(fields["Uid"].split()[0])
+        except (KeyError, IndexError, ValueError):
             continue
         if state != "Z" and (owner == uid if uid is not None else owner >= UID_BASE):
-            found.append(int(status.parent.name))
+            found.append(pid)
     return found
 
 
@@ -169,8 +178,6 @@ def stop_all_but(uid: int, keep: int) -> int:
     All of them are stopped first (``SIGSTOP`` is atomic, see ``signal_user``), so none can fork
     while the others are killed one by one. Returns how many were killed.
     """
-    import signal
-
     signal_user(uid, signal.SIGSTOP)
     killed: set[int] = set()
     for _ in range(20):
@@ -227,12 +234,11 @@ def _under(path: str, folders) -> bool:
 def _task_count(uid: int) -> int:
     """Processes and threads of user ``uid`` (the count RLIMIT_NPROC is checked against)."""
     total = 0
-    for status in Path("/proc").glob("[0-9]*/status"):
+    for _, fields in _process_status():
         try:
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
             if int(fields["Uid"].split()[0]) == uid:
                 total += int(fields["Threads"])
-        except (OSError, KeyError, ValueError):
+        except (KeyError, IndexError, ValueError):
             continue
     return total
 

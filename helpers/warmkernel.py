@@ -185,18 +185,9 @@ def _end_leftover_processes(kernel: int, alone: bool) -> None:
         except ProcessLookupError:
             return  # nothing was running
     else:
-        children = "".join(p.read_text() for p in Path("/proc/self/task").glob("*/children"))
-        if not children.strip():
-            return
         for _ in range(5):
-            rest = _descendants(kernel)
-            if not rest:
+            if not _kill_all_but(keep=-1):
                 break
-            for pid in rest:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
     deadline = time.monotonic() + 2
     while True:
         try:
@@ -226,14 +217,18 @@ def _descendants(ancestor: int) -> list[int]:
     return found
 
 
-def _kill_all_but(keep: int) -> None:
-    """Kill what the kernel started (a fork bomb, a stray worker), which this watcher adopts."""
+def _kill_all_but(keep: int) -> int:
+    """Kill every process below this one except ``keep`` (in a watcher: what the kernel started,
+    a fork bomb, a stray worker, adopted here); returns how many."""
+    killed = 0
     for pid in _descendants(os.getpid()):
         if pid != keep:
             try:
                 os.kill(pid, signal.SIGKILL)
+                killed += 1
             except ProcessLookupError:
                 pass
+    return killed
 
 
 def _watch(conn: socket.socket, pid: int, uid: int | None = None) -> None:

@@ -3,11 +3,11 @@ marked, a new kernel rebuilds the state of the cells above and grading goes on; 
 new kernels the rest is marked as not run."""
 
 from nbformat.v4 import new_code_cell, new_notebook
+from test_autograde import STUBBORN as STUCK
 
 from helpers.grading import GuardedExecute, is_cap_marker
 
 CRASH = "import os\nos._exit(1)"
-STUCK = "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except BaseException:\n        pass"
 
 
 def _run(sources, tmp_path, **options):
