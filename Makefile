@@ -39,7 +39,7 @@ slides: build
 WORKERS ?= 2
 grade: build
 	@test -n "$(LESSON)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LESSON=NN_topic SUBMISSIONS=folder"; exit 2; }
-	$(BIN)/python -m helpers.autograde $(LESSON) $(SUBMISSIONS) --workers $(WORKERS)
+	$(BIN)/python -m helpers.grading.autograde $(LESSON) $(SUBMISSIONS) --workers $(WORKERS)
 
 # The slow hostile submissions (fork bomb, endless output) against the sandboxed grader.
 hostile: build

@@ -25,10 +25,8 @@ Modules, by what a learner looks for:
 - ``widgets``     thin ipywidgets wrappers with a static fallback
 - ``runtime``     a fixed number of torch threads for steady timings and reproducible training
 - ``build``       ``python -m helpers.build``: solution notebooks and student release
-- ``grading``     nbgrader settings and the preprocessor that keeps hidden tests out of feedback
-- ``autograde``   ``python -m helpers.autograde``: grade a class in parallel, CSV and summary
-- ``warmkernel``  kernels forked from a process that imported the libraries once (fast grading)
-- ``sandbox``     the namespaces, hidden folders, user and limits that graded kernels run under
-- ``integrity``   a static scan of submissions for tampering, for the grading report
 - ``slides``      ``python -m helpers.slides``: offline reveal.js decks of the lessons
+
+For instructors, ``grading/`` holds the grading machinery (nbgrader settings, the sandbox,
+warm kernels, the integrity scan, class grading); no lesson imports it.
 """

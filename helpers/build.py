@@ -85,7 +85,7 @@ def release(root: Path = ROOT, out_dir: Path | None = None) -> list[Path]:
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
 
-    from .grading import configure
+    from .grading.settings import configure
 
     build_solutions(root)
     out_dir = Path(out_dir).resolve() if out_dir else root / "notebooks"

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from conftest import ROOT
 
-from helpers.autograde import (
+from helpers.grading.autograde import (
     fake_class,
     fill_notebook,
     grade_class,

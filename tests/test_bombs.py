@@ -6,8 +6,8 @@ import time
 import pytest
 from test_hostile import FULL, LESSON, _submission
 
-from helpers import sandbox
-from helpers.autograde import grade_class, solution_answers
+from helpers.grading import sandbox
+from helpers.grading.autograde import grade_class, solution_answers
 
 pytestmark = [pytest.mark.bombs,
               pytest.mark.skipif(sandbox.launcher() is None, reason=sandbox.status())]

@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import ROOT, lessons
 
-from helpers.autograde import fake_class, grade_class
+from helpers.grading.autograde import fake_class, grade_class
 
 LESSONS = lessons()
 

@@ -11,8 +11,8 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeFetchFeedback, ExchangeSubmit
 from traitlets.config import Config
 
-from helpers.autograde import course_api, solution_answers
-from helpers.grading import COURSE_ID
+from helpers.grading.autograde import course_api, solution_answers
+from helpers.grading.settings import COURSE_ID
 
 LESSON = "02_attention_lookup"
 

@@ -14,7 +14,7 @@ from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
 from traitlets.config import Config
 
-from helpers.grading import configure
+from helpers.grading.settings import configure
 
 LESSON = "02_attention_lookup"
 MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")

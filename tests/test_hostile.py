@@ -10,9 +10,9 @@ import torch
 from conftest import ROOT
 
 from helpers import attention as ref
-from helpers import sandbox
-from helpers.autograde import fill_notebook, grade_class, solution_answers
 from helpers.checks import CheckFailed, check_softmax
+from helpers.grading import sandbox
+from helpers.grading.autograde import fill_notebook, grade_class, solution_answers
 
 LESSON = "02_attention_lookup"
 FULL = 13.0

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from conftest import ROOT
 
-from helpers.integrity import (
+from helpers.grading.integrity import (
     SEVERITY,
     Finding,
     is_tampering,
@@ -507,7 +507,7 @@ def test_a_helper_named_like_a_check_is_only_reviewed():
 
 @pytest.mark.parametrize("lesson", [LESSON, "03_scaling", "04_masking", "05_positional_encoding"])
 def test_the_course_solutions_and_blank_notebooks_are_clean(lesson):
-    from helpers.autograde import fill_notebook, solution_answers
+    from helpers.grading.autograde import fill_notebook, solution_answers
 
     released_nb = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
     assert scan_notebook(fill_notebook(lesson, solution_answers(lesson)), released_nb) == []

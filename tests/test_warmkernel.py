@@ -9,7 +9,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_code_cell, new_notebook
 
-from helpers.warmkernel import KERNEL_NAME, WarmServer
+from helpers.grading.warmkernel import KERNEL_NAME, WarmServer
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Grade a class: import submissions, autograde them in parallel, feedback, gradebook CSV.
 
-    python -m helpers.autograde LESSON SUBMISSIONS [--root grading] [--workers 2]
+    python -m helpers.grading.autograde LESSON SUBMISSIONS [--root grading] [--workers 2]
 
 ``SUBMISSIONS`` is either nbgrader's ``submitted/`` layout (``<student>/<LESSON>/<LESSON>.ipynb``)
 or a flat folder of downloaded files (``.ipynb`` and ``.zip``), whose student ids are read from
@@ -38,8 +38,8 @@ import nbformat
 from traitlets.config import Config
 
 from . import sandbox
-from .build import ROOT
-from .grading import KERNEL_DIED, TIME_LIMIT_ERRORS, configure, is_cap_marker, offline_feedback
+from ..build import ROOT
+from .settings import KERNEL_DIED, TIME_LIMIT_ERRORS, configure, is_cap_marker, offline_feedback
 
 DEFAULT_PATTERN = r"^(?P<student_id>[A-Za-z0-9]+)"
 
@@ -116,7 +116,7 @@ def prepare(lesson: str, root: Path) -> None:
     """Record the lesson (and its hidden tests) in the grading root's gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .build import build_solutions
+    from ..build import build_solutions
 
     build_solutions()
     Path(root).mkdir(parents=True, exist_ok=True)
@@ -314,7 +314,7 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int,
         shutil.copy2(root / "gradebook.db", wroot / "gradebook.db")
         for student in share:
             (wroot / "submitted" / student).symlink_to((root / "submitted" / student).resolve())
-        args = [sys.executable, "-m", "helpers.autograde", "--worker", lesson, str(wroot),
+        args = [sys.executable, "-m", "helpers.grading.autograde", "--worker", lesson, str(wroot),
                 *(["--timeout", str(timeout)] if timeout else []), *([] if warm else ["--cold"]),
                 *(["--sandbox-root", str(hide)] if hide else []),
                 "--students", *share]
@@ -382,7 +382,7 @@ _MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 
 def solution_answers(lesson: str) -> dict[str, str]:
     """grade_id -> each solution cell's text as a student would type it (no markers)."""
-    from .build import solution_notebook
+    from ..build import solution_notebook
 
     return {c.metadata["nbgrader"]["grade_id"]: "\n".join(
         line for line in c.source.splitlines() if not _MARKERS.match(line))

@@ -20,7 +20,7 @@ kernel keeps the grader's user id inside its namespaces, but sees the same hidde
 read-only mounts, has no network, and runs in a PID namespace of its own that holds everything
 it starts). Where neither works, grading still runs, unsandboxed, and ``status()`` says so.
 
-The kernels are forked by the warm server (``helpers.warmkernel``), which runs inside the
+The kernels are forked by the warm server (``helpers.grading.warmkernel``), which runs inside the
 network namespace; each forked kernel enters its own mount namespace, drops to ``nobody`` and
 applies the limits before it runs any student code.
 """

@@ -10,7 +10,7 @@ the already-imported modules and becomes an ordinary, independent ipykernel.
     ...                                    # Execute.kernel_name = "python3-warm"
     server.stop()
 
-What Jupyter launches is a tiny client (``python -m helpers.warmkernel client CONNECTION``):
+What Jupyter launches is a tiny client (``python -m helpers.grading.warmkernel client CONNECTION``):
 it hands its working directory, environment and standard streams to the server, which forks
 the kernel; the client then stands in for the kernel process — it forwards interrupts and
 exits with the kernel's exit code — so timeouts, interrupts and dead kernels behave exactly
@@ -71,7 +71,7 @@ def _recv(sock: socket.socket, with_fds: bool = False):
 def serve(sock_path: str, policy_file: str | None = None) -> None:
     """Import once, then fork one kernel per request; runs until terminated.
 
-    With ``policy_file`` (a ``helpers.sandbox.Policy`` as JSON), each kernel enters the sandbox
+    With ``policy_file`` (a ``helpers.grading.sandbox.Policy`` as JSON), each kernel enters the sandbox
     before it runs anything.
     """
     policy = None
@@ -169,7 +169,7 @@ def _become_kernel(request: dict, fds: list[int], policy=None, alone: bool = Fal
 def _end_leftover_processes(kernel: int, alone: bool) -> None:
     """After each cell of a sandboxed kernel: end every process the cell left running.
 
-    When the kernel is ``alone`` — a user id of its own (``helpers.sandbox.enter`` as root) or a
+    When the kernel is ``alone`` — a user id of its own (``helpers.grading.sandbox.enter`` as root) or a
     PID namespace of its own (in a user namespace) — ``kill(-1)`` from it reaches exactly the
     processes it started, and their children, all at once: a fork bomb's copies included,
     which would otherwise hold every process slot and leave later cells unable to start a
@@ -237,7 +237,7 @@ def _watch(conn: socket.socket, pid: int, uid: int | None = None) -> None:
     On an interrupt (a cell past its time limit) everything the kernel started is killed, so a
     fork bomb stops with its cell instead of slowing every later cell and submission; when the
     kernel ends, whatever it left behind is killed. With the kernel's sandbox user id ``uid``
-    that is done for all its processes at once (``helpers.sandbox.stop_all_but``), which a fork
+    that is done for all its processes at once (``helpers.grading.sandbox.stop_all_but``), which a fork
     bomb cannot outrun; without it, process by process.
     """
     from . import sandbox
@@ -350,13 +350,13 @@ class WarmServer:
     def start(cls, folder: Path, timeout: float = 60.0, policy=None,
               prefix: list[str] | None = None) -> WarmServer:
         """Start a server with its socket in ``folder``; with a sandbox ``policy``, inside the
-        namespaces that the command ``prefix`` creates (see ``helpers.sandbox.launcher``)."""
+        namespaces that the command ``prefix`` creates (see ``helpers.grading.sandbox.launcher``)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         sock_path = folder / "warm.sock"
         if sock_path.exists():
             sock_path.unlink()
-        args = [sys.executable, "-m", "helpers.warmkernel", "serve", str(sock_path)]
+        args = [sys.executable, "-m", "helpers.grading.warmkernel", "serve", str(sock_path)]
         if policy is not None:
             (folder / "policy.json").write_text(policy.to_json())
             args = [*(prefix or []), *args, str(folder / "policy.json")]
@@ -375,7 +375,7 @@ class WarmServer:
         spec = Path(folder) / "kernels" / KERNEL_NAME
         spec.mkdir(parents=True, exist_ok=True)
         (spec / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "helpers.warmkernel", "client", "{connection_file}"],
+            "argv": [sys.executable, "-m", "helpers.grading.warmkernel", "client", "{connection_file}"],
             "display_name": "Python 3 (warm, for grading)",
             "language": "python",
             "interrupt_mode": "signal",
@@ -399,4 +399,4 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["client"]:
         sys.exit(client(sys.argv[2]))
     else:
-        sys.exit("usage: python -m helpers.warmkernel serve SOCKET | client CONNECTION_FILE")
+        sys.exit("usage: python -m helpers.grading.warmkernel serve SOCKET | client CONNECTION_FILE")
