@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 
-.PHONY: setup lab test release build lint slides grade hostile clean
+.PHONY: setup lab formgrader test release build lint slides grade feedback restore hostile clean
 
 setup: $(STAMP)
 
@@ -23,6 +23,11 @@ $(STAMP): pyproject.toml
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ALLOW_ROOT)
 
+# For instructors: JupyterLab on the repository with nbgrader's formgrader (course root grading/).
+formgrader: build
+	$(BIN)/jupyter lab --port=$(PORT) --ServerApp.default_url=/formgrader $(ALLOW_ROOT) \
+		--notebook-dir="$$($(BIN)/python -c 'from helpers.grading.settings import server_root; print(server_root())')"
+
 # Solution notebooks (git-ignored) built from the jupytext sources in solutions/.
 build: setup
 	$(BIN)/python -m helpers.build solutions
@@ -35,11 +40,24 @@ slides: build
 	$(BIN)/python -m helpers.slides build/slides
 
 # Autograde a class: make grade LESSON=02_attention_lookup SUBMISSIONS=path/to/submissions
-# (nbgrader's submitted/ layout or a flat folder of downloaded .ipynb/.zip files). Results in grading/.
+# (nbgrader's submitted/ layout or a flat folder of downloaded .ipynb/.zip files) [STUDENT=id]
+# [DUE="2026-03-01 23:59 UTC"]. Everything goes to the course root grading/.
 WORKERS ?= 2
 grade: build
-	@test -n "$(LESSON)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LESSON=NN_topic SUBMISSIONS=folder"; exit 2; }
-	$(BIN)/python -m helpers.grading.autograde $(LESSON) $(SUBMISSIONS) --workers $(WORKERS)
+	@test -n "$(LESSON)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LESSON=NN_topic SUBMISSIONS=folder [STUDENT=id] [DUE=date]"; exit 2; }
+	$(BIN)/python -m helpers.grading.autograde $(LESSON) "$(SUBMISSIONS)" --workers $(WORKERS) \
+		$(if $(STUDENT),--student "$(STUDENT)") $(if $(DUE),--due "$(DUE)")
+
+# Feedback pages again from the gradebook (hand grades and comments included; no student code
+# runs), plus one zip per student in grading/return/LESSON/ for a learning platform.
+feedback: setup
+	@test -n "$(LESSON)" || { echo "usage: make feedback LESSON=NN_topic"; exit 2; }
+	$(BIN)/python -m helpers.grading.autograde $(LESSON) --feedback --zip
+
+# Take back the hold for review of one student's score: make restore LESSON=NN_topic STUDENT=id
+restore: setup
+	@test -n "$(LESSON)" -a -n "$(STUDENT)" || { echo "usage: make restore LESSON=NN_topic STUDENT=id"; exit 2; }
+	$(BIN)/python -m helpers.grading.autograde $(LESSON) --restore "$(STUDENT)"
 
 # The slow hostile submissions (fork bomb, endless output) against the sandboxed grader.
 hostile: build
@@ -52,4 +70,4 @@ test: setup lint build
 	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider
 
 clean:
-	rm -rf build solutions/*/*.ipynb gradebook.db
+	rm -rf build solutions/*/*.ipynb

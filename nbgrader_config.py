@@ -1,12 +1,11 @@
 """nbgrader settings for this course; run nbgrader from the repository root.
 
-The settings live in ``helpers.grading.settings.configure`` so the build, the tests and the
+One course root, `grading/`: see ``helpers.grading.settings``. The settings live in ``helpers.grading.settings.configure`` so the build, the tests and the
 instructor's nbgrader commands all use the same ones.
 """
 
-import os
 
 from helpers.grading.settings import configure
 
 c = get_config()  # noqa: F821 -- provided by nbgrader when it reads this file
-configure(c, os.path.dirname(os.path.abspath(__file__)))
+configure(c)

@@ -89,7 +89,7 @@ def release(root: Path = ROOT, out_dir: Path | None = None) -> list[Path]:
 
     build_solutions(root)
     out_dir = Path(out_dir).resolve() if out_dir else root / "notebooks"
-    config = configure(Config(), root)
+    config = configure(Config())
     config.CourseDirectory.source_directory = str(root / "solutions")
     config.CourseDirectory.release_directory = str(out_dir)
     config.GenerateAssignment.no_database = True  # what `nbgrader generate_assignment --no-db` sets

@@ -55,3 +55,15 @@ def launch_chromium(playwright, profile: Path, width: int = 1280, height: int = 
     return playwright.chromium.launch_persistent_context(
         str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
         viewport={"width": width, "height": height})
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stop_grading_servers():
+    """Grading in this process starts warm kernel servers (one per course root); end them with
+    the module that started them rather than at the end of the whole run."""
+    yield
+    import sys
+
+    execute = sys.modules.get("helpers.grading.execute")
+    if execute is not None:
+        execute.stop_servers()

@@ -10,13 +10,8 @@ import nbformat
 import pytest
 from conftest import ROOT
 
-from helpers.grading.autograde import (
-    fake_class,
-    fill_notebook,
-    grade_class,
-    import_submissions,
-    solution_answers,
-)
+from helpers.grading.autograde import fake_class, fill_notebook, grade_class, solution_answers
+from helpers.grading.submissions import import_submissions
 
 LESSON = "02_attention_lookup"
 # An endless loop that swallows the interrupt sent at the time limit: the kernel must be replaced.
@@ -107,10 +102,10 @@ def test_flat_folder_of_downloads_and_zips(tmp_path, built_solutions):
         z.writestr(f"work/{LESSON}.ipynb", json.dumps(nb))
     (flat / "notes.txt").write_text("not a submission")
     (flat / "!!!.ipynb").write_text("{}")
-    students, ignored = import_submissions(LESSON, flat, tmp_path / "root")
-    assert students == ["alice", "bob", "carol"]
-    assert ignored == ["!!!.ipynb"]
-    for s in students:
+    imported = import_submissions(LESSON, flat, tmp_path / "root")
+    assert imported.students == ["alice", "bob", "carol"]
+    assert {name for name, _ in imported.skipped} == {"!!!.ipynb", "notes.txt"}
+    for s in imported.students:
         assert (tmp_path / "root" / "submitted" / s / LESSON / f"{LESSON}.ipynb").exists()
 
 

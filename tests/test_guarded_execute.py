@@ -5,7 +5,7 @@ new kernels the rest is marked as not run."""
 from nbformat.v4 import new_code_cell, new_notebook
 from test_autograde import STUBBORN as STUCK
 
-from helpers.grading.settings import GuardedExecute, is_cap_marker
+from helpers.grading.execute import GuardedExecute, is_cap_marker
 
 CRASH = "import os\nos._exit(1)"
 

@@ -113,8 +113,8 @@ def test_the_sandbox_hides_tests_gradebook_classmates_and_network(hostile):
         assert f"{what} blocked" in printed, printed
     assert not outside.exists() and not (ROOT / "helpers" / "pwned.py").exists()
     kinds = {f.kind: f.severity for f in report.integrity["snooper"]}
-    assert kinds["file-access"] == "review" and kinds["network"] == "tamper"
-    assert "snooper" in report.zeroed  # reaching for the network zeroes the attempt for review
+    assert kinds["network"] == "review" and kinds["hidden-files"] == "tamper"
+    assert "snooper" in report.zeroed  # reaching for the hidden tests holds the score for review
 
 
 @pytest.mark.skipif(sandbox.launcher() is None, reason=sandbox.status())

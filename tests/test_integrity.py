@@ -1,5 +1,6 @@
-"""The static integrity scan: hostile submissions are flagged with the right kind and severity,
-honest solutions written in many styles are not, and a broken notebook never stops a class scan."""
+"""The static integrity scan: attempts on the grading are flagged as tampering, what honest learners
+type (magics, pip, shell lines) is at most reviewed, honest solutions written in many styles are
+not flagged, and a broken notebook never stops a class scan."""
 
 import csv
 import json
@@ -11,8 +12,10 @@ from conftest import ROOT
 from helpers.grading.integrity import (
     SEVERITY,
     Finding,
+    explain,
     is_tampering,
     parse_cell,
+    review_lines,
     scan_class,
     scan_notebook,
     summarise,
@@ -21,6 +24,8 @@ from helpers.grading.integrity import (
 
 LESSON = "02_attention_lookup"
 RELEASED = ROOT / "notebooks" / LESSON / f"{LESSON}.ipynb"
+SOLUTION = f"../../solutions/{LESSON}/{LESSON}.py"
+CLASSMATE = f"../../submitted/bob/{LESSON}/{LESSON}.ipynb"
 
 SOFTMAX = '''\
 def softmax(x, axis=-1):
@@ -133,51 +138,85 @@ HOSTILE = [  # (name, grade_id of the cell it goes in, source appended to an hon
     ("fresh_seeds", "softmax", "fresh_seeds = lambda n=3: [0] * n", "redefines-grader"),
     ("grade_choice", "quiz_1", "def grade_choice(*a, **k):\n    pass\nquiz_1 = 'a'", "redefines-grader"),
     ("expect_close import", "softmax", "from numpy import allclose as expect_close", "redefines-grader"),
-    ("reference", "softmax", "reference = None", "redefines-grader"),
+    ("reference", "softmax", "import types\nreference = types.SimpleNamespace(softmax=softmax)",
+     "redefines-grader"),
     ("CheckFailed", "softmax", "class CheckFailed(Exception):\n    pass", "redefines-grader"),
     ("np = Fake", "softmax", "class FakeNumpy:\n    pass\nnp = FakeNumpy()", "redefines-grader"),
     ("np swapped", "softmax", "import math as np", "redefines-grader"),
-    ("torch swapped", "softmax", "torch = None", "redefines-grader"),
-    ("global np", "softmax", "def _swap():\n    global np\n    np = None\n_swap()", "redefines-grader"),
+    ("torch swapped", "softmax", "torch = np", "redefines-grader"),
+    ("global np", "softmax", "import math\ndef _swap():\n    global np\n    np = math\n_swap()",
+     "redefines-grader"),
     ("print", "softmax", "print = lambda *a, **k: None", "redefines-grader"),
     ("len", "softmax", "len = lambda x: 3", "redefines-grader"),
     ("isinstance", "softmax", "def isinstance(*a):\n    return True", "redefines-grader"),
     ("AssertionError", "softmax", "AssertionError = KeyboardInterrupt", "redefines-grader"),
     ("Exception", "softmax", "Exception = BaseException", "redefines-grader"),
-    ("get_ipython", "softmax", "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)",
-     "ipython-tricks"),
-    ("events", "softmax", "ip = get_ipython()\nip.events.register('post_run_cell', print)", "ipython-tricks"),
-    ("%%capture", "quiz_1", "%%capture\nquiz_1 = 'a'", "ipython-tricks"),
-    ("%%bash", "quiz_1", "%%bash\nrm -rf ~", "ipython-tricks"),
-    ("! shell", "softmax", "!cat /etc/passwd", "ipython-tricks"),
-    ("%run", "softmax", "%run ../../solutions/02_attention_lookup/02_attention_lookup.py", "ipython-tricks"),
-    ("x = !ls", "softmax", "files = !ls /", "ipython-tricks"),
-    ("indented magic", "softmax", "for _ in range(2):\n    %reset -f", "ipython-tricks"),
+    ("setattr on builtins", "softmax", "import builtins\nsetattr(builtins, 'len', lambda x: 3)",
+     "monkeypatch"),
+    ("exec of a patch", "softmax", 'exec("np.allclose = lambda *a, **k: True")', "monkeypatch"),
+    ("%time body", "softmax", "%time np.allclose = max", "monkeypatch"),
+    ("%%capture body", "quiz_1", "%%capture\nquiz_1 = 'a'\nnp.allclose = max", "monkeypatch"),
+    ("%%timeit body", "quiz_1", "%%timeit -n 1\nquiz_1 = 'a'\nnp.allclose = max", "monkeypatch"),
+    ("run_line_magic body", "softmax", "get_ipython().run_line_magic('time', 'np.allclose = max')",
+     "monkeypatch"),
+    ("set_custom_exc", "softmax", "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)",
+     "kernel-hooks"),
+    ("showtraceback", "softmax", "ip = get_ipython()\nip.showtraceback = lambda *a, **k: None",
+     "kernel-hooks"),
+    ("events", "softmax", "ip = get_ipython()\nip.events.register('post_run_cell', print)", "kernel-hooks"),
+    ("run_cell", "softmax", "get_ipython().run_cell('check_softmax = print')", "kernel-hooks"),
+    ("user_ns", "softmax", "get_ipython().user_ns['check_softmax'] = print", "kernel-hooks"),
+    ("register_magic_function", "softmax", "from IPython import get_ipython\n"
+     "get_ipython().register_magic_function(print, 'cell', 'ok')", "kernel-hooks"),
+    ("shell from elsewhere", "softmax", "shell.set_custom_exc((Exception,), print)", "kernel-hooks"),
+    ("settrace", "softmax", "import sys\nsys.settrace(lambda *a: None)", "kernel-hooks"),
+    ("frames", "softmax", "import sys\nf = sys._getframe(0).f_globals", "kernel-hooks"),
+    ("inspect frames", "softmax", "import inspect\nf = inspect.currentframe().f_back", "kernel-hooks"),
+    ("gc objects", "softmax", "import gc\nobjs = gc.get_objects()", "kernel-hooks"),
+    ("ipykernel", "softmax", "from ipykernel.kernelapp import IPKernelApp", "kernel-hooks"),
     ("Javascript", "softmax", "from IPython.display import Javascript\ndisplay(Javascript('alert(1)'))",
-     "ipython-tricks"),
+     "javascript"),
     ("script in HTML", "softmax", "from IPython.display import HTML\ndisplay(HTML('<script>x()</script>'))",
-     "ipython-tricks"),
-    ("exec", "softmax", 'exec("softmax = lambda x, axis=-1: x")', "dynamic-code"),
-    ("eval", "softmax", 'y = eval("1 + 1")', "dynamic-code"),
-    ("compile", "softmax", 'code = compile("x = 1", "<s>", "exec")', "dynamic-code"),
-    ("__import__", "softmax", 'm = __import__("numpy")', "dynamic-code"),
-    ("importlib", "softmax", 'import importlib\nm = importlib.import_module("numpy")', "dynamic-code"),
-    ("getattr computed", "softmax", 'name = "all" + "close"\nf = getattr(np, name)', "dynamic-code"),
-    ("globals()", "softmax", "g = globals()", "dynamic-code"),
-    ("vars()", "softmax", "v = vars()", "dynamic-code"),
-    ("frames", "softmax", "import sys\nf = sys._getframe(0).f_globals", "dynamic-code"),
-    ("socket", "softmax", "import socket", "network"),
-    ("urllib", "softmax", "from urllib.request import urlopen", "network"),
-    ("requests", "softmax", "import requests", "network"),
-    ("http", "softmax", "import http.client", "network"),
-    ("ssl", "softmax", "import ssl", "network"),
+     "javascript"),
+    ("handler in HTML", "softmax", "display(HTML('<img src=x onerror=\"fetch(1)\">'))", "javascript"),
+    ("%%javascript", "quiz_1", "%%javascript\nIPython.notebook.kernel.execute('quiz_1 = 1')", "javascript"),
+    ("solutions", "softmax", f"src = open('{SOLUTION}').read()", "hidden-files"),
+    ("gradebook", "softmax", "import sqlite3\ndb = sqlite3.connect('/work/x/grading/gradebook.db')",
+     "hidden-files"),
+    ("classmate", "softmax", f"import json\nbob = json.load(open('{CLASSMATE}'))", "hidden-files"),
+    ("autograded", "softmax", "import glob\nothers = glob.glob('../../autograded/*/*/*.ipynb')",
+     "hidden-files"),
+    ("exchange", "softmax", "import os\nfiles = os.listdir('/srv/nbgrader/exchange')", "hidden-files"),
+    ("instructor's notebooks", "softmax", "import shutil\nshutil.copy('source_with_tests/x.ipynb', '.')",
+     "hidden-files"),
+    ("/home", "softmax", "import os\nhomes = os.listdir('/home')", "hidden-files"),
+    ("/root", "softmax", "w = np.load('/root/answers.npy')", "hidden-files"),
+    ("path joined", "softmax", "import os\nsrc = open(os.path.join('..', '..', 'solutions', 'x.py')).read()",
+     "hidden-files"),
+    ("pathlib chain", "softmax", "from pathlib import Path\nroot = Path('../..')\n"
+     "src = (root / 'solutions' / 'x.py').read_text()", "hidden-files"),
+    ("path in a name", "softmax", f"where = '{SOLUTION}'\nwith open(where) as f:\n    src = f.read()",
+     "hidden-files"),
+    ("own reader", "softmax", f"def read(p):\n    return open(p).read()\n\nsrc = read('{SOLUTION}')",
+     "hidden-files"),
+    ("sys.path", "softmax", f"import sys\nsys.path.insert(0, '../../solutions/{LESSON}')", "hidden-files"),
+    ("!cat", "softmax", f"!cat {SOLUTION}", "hidden-files"),
+    ("%run", "softmax", f"%run {SOLUTION}", "hidden-files"),
+    ("x = !ls", "softmax", "files = !ls /home", "hidden-files"),
+    ("%%bash", "quiz_1", f"%%bash\ncp {CLASSMATE} mine.ipynb", "hidden-files"),
+    ("shell call", "softmax", f"get_ipython().system('cat {SOLUTION}')", "hidden-files"),
+    ("subprocess", "softmax", f"import subprocess\nsubprocess.run(['cat', '{SOLUTION}'])", "hidden-files"),
 ]
+
+
+def answered(grade_id: str, source: str) -> str:
+    """An honest answer with ``source`` after it; a cell magic (%%) must open the cell instead."""
+    return source if source.startswith("%%") else HONEST[grade_id] + "\n" + source
 
 
 @pytest.mark.parametrize("grade_id, source, kind", [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
 def test_hostile_code_is_flagged_as_tampering(grade_id, source, kind):
-    answer = source if source.startswith("%%") else HONEST[grade_id] + "\n" + source  # %% opens a cell
-    findings = scan(submission(**{grade_id: answer}))
+    findings = scan(submission(**{grade_id: answered(grade_id, source)}))
     assert SEVERITY[kind] == "tamper"
     assert_flagged(findings, kind, grade_id)
     assert is_tampering(findings)
@@ -196,25 +235,62 @@ REVIEW = [  # worth a human look, not an accusation
     ("sys.path", "import sys\nsys.path.insert(0, '/tmp')", "process"),
     ("open", 'secrets = open("/etc/passwd").read()', "file-access"),
     ("open relative", 'text = open("notes.txt").read()', "file-access"),
-    ("pathlib", "from pathlib import Path\nsrc = Path('../../solutions').read_text()", "file-access"),
+    ("pathlib", "from pathlib import Path\nsrc = Path('../data/notes.txt').read_text()", "file-access"),
     ("shutil", "import shutil\nshutil.rmtree('/tmp/x')", "file-access"),
     ("glob", "import glob\nfiles = glob.glob('../../*')", "file-access"),
     ("os.listdir", "import os\nfiles = os.listdir('..')", "file-access"),
-    ("np.load outside", "w = np.load('/srv/grading/answers.npy')", "file-access"),
+    ("np.load outside", "w = np.load('/srv/data/answers.npy')", "file-access"),
     ("np.save computed", "path = '..' + '/x.npy'\nnp.save(path, np.zeros(2))", "file-access"),
-    ("torch.save outside", "import torch\ntorch.save({}, '../../gradebook.pt')", "file-access"),
+    ("torch.save outside", "import torch\ntorch.save({}, '../../weights.pt')", "file-access"),
     ("pickle", "import pickle", "file-access"),
-    ("sqlite3", "import sqlite3\ndb = sqlite3.connect('../../gradebook.db')", "file-access"),
+    ("sqlite3", "import sqlite3\ndb = sqlite3.connect('notes.db')", "file-access"),
+    ("%cd", "%cd ..", "file-access"),
+    ("a URL", "import urllib.request\npage = urllib.request.urlopen('https://example.org/solutions/')",
+     "network"),
+    ("socket", "import socket", "network"),
+    ("urllib", "from urllib.request import urlopen", "network"),
+    ("requests", "import requests", "network"),
+    ("http", "import http.client", "network"),
+    ("ssl", "import ssl", "network"),
+    ("exec", 'exec("softmax = lambda x, axis=-1: x")', "dynamic-code"),
+    ("exec computed", 'src = "np." + "all" + "close = max"\nexec(src)', "dynamic-code"),
+    ("eval", 'y = eval("1 + 1")', "dynamic-code"),
+    ("compile", 'code = compile("x = 1", "<s>", "exec")', "dynamic-code"),
+    ("__import__", 'm = __import__("numpy")', "dynamic-code"),
+    ("importlib", 'import importlib\nm = importlib.import_module("numpy")', "dynamic-code"),
+    ("getattr computed", 'name = "all" + "close"\nf = getattr(np, name)', "dynamic-code"),
+    ("globals()", "g = globals()", "dynamic-code"),
+    ("vars()", "v = vars()", "dynamic-code"),
+    ("%run", "%run my_helpers.py", "dynamic-code"),
+    ("!cat", "!cat /etc/passwd", "shell"),
+    ("!pip", "!pip install numpy", "shell"),
+    ("%pip", "%pip install numpy", "shell"),
+    ("nvidia-smi", "!nvidia-smi", "shell"),
+    ("!ls", "!ls", "shell"),
+    ("x = !ls", "files = !ls", "shell"),
+    ("%sx", "out = %sx ls", "shell"),
+    ("%system", "%system ls", "shell"),
+    ("%%bash", "%%bash\nfor f in *.ipynb; do echo $f; done", "shell"),
+    ("shell call", "get_ipython().system('pip install numpy')", "shell"),
+    ("%reset", "%reset -f", "magic"),
+    ("indented magic", "for _ in range(2):\n    %reset -f", "magic"),
+    ("other extension", "%load_ext tensorboard", "magic"),
+    ("magic chosen at run time", "name = 'time'\nget_ipython().run_line_magic(name, 'x = 1')", "magic"),
     ("reference", "def softmax(x, axis=-1):\n    return reference.softmax(x, axis=axis)", "uses-reference"),
     ("from helpers", "from helpers.attention import softmax", "uses-reference"),
     ("import helpers", "import helpers.attention as ha\nsoftmax = ha.softmax", "uses-reference"),
+    ("reference = None", "reference = None", "shadows-name"),
+    ("torch = None", "torch = None", "shadows-name"),
+    ("np = !ls", "np = !ls", "shadows-name"),
+    ("builtin as data", "type = 'causal'\nall = [softmax(np.ones(2))]", "shadows-name"),
+    ("builtin from numpy", "from numpy import abs, round", "shadows-name"),
     ("syntax error", "def softmax(x, axis=-1)\n    return x", "syntax-error"),
 ]
 
 
 @pytest.mark.parametrize("source, kind", [r[1:] for r in REVIEW], ids=[r[0] for r in REVIEW])
 def test_risky_code_is_flagged_for_review(source, kind):
-    findings = scan(submission(softmax=SOFTMAX + "\n" + source))
+    findings = scan(submission(softmax=answered("softmax", source)))
     assert SEVERITY[kind] == "review"
     assert_flagged(findings, kind, "softmax")
     assert not is_tampering(findings), summarise(findings)
@@ -225,6 +301,7 @@ def test_findings_name_the_line_and_say_what_was_patched():
     (finding,) = scan(submission(softmax=source))
     assert finding == Finding("softmax", 8, "monkeypatch", "tamper",
                               "assigns torch.allclose (torch.allclose = lambda *a, **k: True)")
+    assert finding.target == "torch.allclose"
     np_patch = assert_flagged(scan(submission(softmax="np.allclose = max")), "monkeypatch")
     assert np_patch.detail == "assigns numpy.allclose (np.allclose = max)"
 
@@ -237,24 +314,36 @@ def test_a_solution_calling_the_reference_is_reviewed_not_accused():
 
 
 def test_magic_lines_are_found_by_line_even_when_the_rest_is_python():
-    findings = scan(submission(softmax=SOFTMAX + "\n%load_ext autoreload\nimport socket"))
-    assert [(f.kind, f.line) for f in findings] == [("ipython-tricks", 7), ("network", 8)]
+    findings = scan(submission(softmax=SOFTMAX + "\n%load_ext autoreload\n!ls\nimport socket"))
+    assert [(f.kind, f.line) for f in findings] == [("shell", 8), ("network", 9)]
 
 
 def test_non_python_cell_magics_are_not_parsed_as_python():
     findings = scan(submission(quiz_1="%%javascript\nIPython.notebook.kernel.execute('x = 1')"))
-    assert [f.kind for f in findings] == ["ipython-tricks"]
+    assert [(f.kind, f.severity) for f in findings] == [("javascript", "tamper")]
+    findings = scan(submission(quiz_1="%%bash\nfor f in *; do echo $f; done\nquiz_1 = 'a'"))
+    assert [(f.kind, f.severity) for f in findings] == [("shell", "review")]
 
 
 def test_script_in_a_markdown_answer_is_flagged():
     findings = scan(submission(why_rows="Rows sum to one. <script>fetch('/formgrader')</script>"))
-    assert_flagged(findings, "ipython-tricks", "why_rows")
+    assert_flagged(findings, "javascript", "why_rows")
+    assert is_tampering(findings)
+
+
+def test_script_in_a_saved_output_is_only_reviewed():
+    """nbgrader clears outputs before grading; plotting libraries save script in outputs honestly."""
+    nb = submission()
+    nb.cells[index(nb, "softmax")].outputs = [nbformat.v4.new_output(
+        "display_data", data={"application/javascript": "console.log(1)", "text/plain": "<Figure>"})]
+    findings = scan(nb)
+    assert [(f.cell, f.kind, f.severity) for f in findings] == [("softmax", "script-output", "review")]
 
 
 # ------------------------------------------------------------------ cells added, deleted, edited
 
 
-def test_added_cell_with_a_grade_cells_id_is_tampering():
+def test_added_cell_with_a_grade_cells_id_is_reviewed():
     nb = submission()
     add_cell(nb, "pass", after="softmax_tests",
              nbgrader={"grade": True, "grade_id": "softmax_tests", "locked": True, "points": 3,
@@ -262,7 +351,7 @@ def test_added_cell_with_a_grade_cells_id_is_tampering():
     findings = scan(nb)
     duplicate = assert_flagged(findings, "duplicate-grade-id", "softmax_tests")
     assert "appears 2 times" in duplicate.detail
-    assert is_tampering(findings)
+    assert not is_tampering(findings), summarise(findings)
 
 
 def test_a_copied_solution_cell_is_a_duplicate_to_review():
@@ -283,6 +372,7 @@ def test_code_in_an_earlier_copy_of_a_grade_cell_is_scanned():
     assert_flagged(findings, "duplicate-grade-id", "softmax_tests")
     patch = assert_flagged(findings, "monkeypatch")
     assert patch.cell.startswith("softmax_tests (copy in cell")
+    assert is_tampering(findings)  # the patch, not the copy
 
 
 def test_deleted_grade_cell_and_deleted_setup_are_reviewed():
@@ -461,7 +551,55 @@ HONEST_EXTRA_CELLS = [
     "max_weight = weights.max()\nrows = [r for r in weights]\nrows[0] = rows[0] * 2",
     "acts = {'exp': np.exp, 'tanh': np.tanh}\nacts['relu'] = lambda x: np.maximum(x, 0)\nfns = [softmax]\n"
     "fns.append(attention)",
+    "from IPython.display import HTML, Markdown\ndisplay(HTML('<b>weights</b>'), Markdown('**rows**'))",
+    "from IPython.core.interactiveshell import InteractiveShell\n"
+    "InteractiveShell.ast_node_interactivity = 'all'",
+    "if 'google.colab' in str(get_ipython()):\n    print(get_ipython().__class__.__name__)",
+    "paths = ['solutions', 'grading']  # words, not files\nplt.title('two solutions/answers')",
 ]
+
+# What honest learners type. Everyday magics are no finding at all; shell lines are reviewed.
+HARMLESS_LINES = [
+    "%load_ext autoreload\n%autoreload 2",
+    "%matplotlib inline",
+    "%matplotlib widget",
+    "%timeit softmax(logits)",
+    "%timeit -n 10 -r 3 softmax(logits)",
+    "%time w = softmax(logits)",
+    "t = %timeit -o softmax(logits)",
+    "%%time\nw = softmax(np.random.default_rng(0).normal(size=(100, 100)))",
+    "%%timeit -n 3\nsoftmax(logits)",
+    "%%capture\nw = softmax(logits)",
+    "%%capture out --no-stderr\nprint(softmax(logits))",
+    "%config InlineBackend.figure_format = 'retina'",
+    "%precision 3",
+    "%who",
+    "%whos",
+    "%env OMP_NUM_THREADS=1",
+    "%pwd",
+    "softmax?",
+    "np.exp??",
+    "??np.exp",
+    "np.*exp*?",
+    "%pinfo np.exp",
+    "%%html\n<b>my notes</b>",
+    "get_ipython().run_line_magic('matplotlib', 'inline')",
+]
+SHELL_LINES = ["!pip install numpy", "%pip install numpy", "!nvidia-smi", "!ls", "files = !ls", "%cd ..",
+               "%reset -f", "%%bash\nls -la", "%sx ls", "%system ls", "%load_ext line_profiler"]
+
+
+def test_an_honest_learners_magics_are_no_finding_and_shell_lines_only_reviewed():
+    nb = submission()
+    for source in reversed(HARMLESS_LINES):
+        add_cell(nb, source, after="attention_tests")
+    findings = scan(nb)
+    assert findings == [], summarise(findings)
+    for source in reversed(SHELL_LINES):
+        add_cell(nb, source, after="attention_tests")
+    findings = scan(nb)
+    assert not is_tampering(findings), summarise(findings)
+    assert len({f.cell for f in findings}) == len(SHELL_LINES)  # each is listed for a look
 
 
 @pytest.mark.parametrize("source", HONEST_EXTRA_CELLS)
@@ -500,6 +638,15 @@ def test_shadowing_a_builtin_by_accident_is_only_reviewed():
     assert [(f.kind, f.severity) for f in findings] == [("shadows-name", "review")] * 2
 
 
+def test_a_name_the_grading_uses_rebound_to_data_is_reviewed_to_a_function_is_tampering():
+    """Plain data can only make a check fail; a function or object can make it pass."""
+    data = "type = 'causal'\nfor all in range(2):\n    pass\nreference = np.zeros(3)\nnp = None"
+    findings = scan(submission(softmax=SOFTMAX + "\n" + data))
+    assert [(f.kind, f.severity) for f in findings] == [("shadows-name", "review")] * 4
+    findings = scan(submission(softmax=SOFTMAX + "\ntype = lambda x: int\nall = any"))
+    assert [(f.kind, f.severity) for f in findings] == [("redefines-grader", "tamper")] * 2
+
+
 def test_a_helper_named_like_a_check_is_only_reviewed():
     findings = scan(submission(softmax=SOFTMAX + "\ndef check_shapes(x):\n    return x.shape"))
     assert [(f.kind, f.severity) for f in findings] == [("shadows-name", "review")]
@@ -518,10 +665,13 @@ def test_the_course_solutions_and_blank_notebooks_are_clean(lesson):
 
 
 @pytest.mark.parametrize("source", ["x = (" * 300 + ")" * 300, "x = a" + ".b" * 3000, "a\x00b",
-                                    "x = " + "-" * 5000 + "1", "def f(:\n", "%%%", ""])
+                                    "x = " + "-" * 5000 + "1", "def f(:\n", "%%%", "", "%%time",
+                                    "exec('x = (' * 300 + ')' * 300)",
+                                    "\n".join(f"p{i} = p{i - 1} + '/x'" for i in range(1, 1500))
+                                    + "\nopen(p1499)"])
 def test_strange_cells_are_reported_never_crash(source):
     findings = scan(submission(softmax=source))
-    assert all(f.kind in ("syntax-error", "ipython-tricks") for f in findings)
+    assert all(f.kind in ("syntax-error", "magic", "dynamic-code", "file-access") for f in findings)
 
 
 def test_a_valid_python_line_starting_with_percent_is_not_a_magic():
@@ -529,13 +679,50 @@ def test_a_valid_python_line_starting_with_percent_is_not_a_magic():
     assert tree is not None and magics == [] and error is None
 
 
-def test_summarise_and_is_tampering():
-    assert summarise([]) == "no findings"
+def test_summarise_review_lines_and_is_tampering():
+    assert summarise([]) == "no findings" and review_lines([]) == []
     findings = [Finding("softmax", 3, "monkeypatch", "tamper", "assigns numpy.allclose"),
                 Finding("attention_tests", None, "deleted-grade-cell", "review", "deleted")]
-    lines = summarise(findings).splitlines()
+    lines = review_lines(findings)
+    assert summarise(findings).splitlines() == lines
     assert len(lines) == 2 and "softmax line 3" in lines[0] and "numpy.allclose" in lines[0]
+    assert "monkeypatch" in lines[0] and "attention_tests: deleted" in lines[1]
     assert is_tampering(findings) and not is_tampering(findings[1:])
+
+
+# ------------------------------------------------------------------ what the student is told
+
+
+def test_explain_names_the_cell_and_what_the_checks_lose():
+    nb = submission(softmax=SOFTMAX + "\nnp.allclose = lambda *a, **k: True\ncheck_softmax = print")
+    text = explain(scan(nb))
+    assert "cell softmax replaces numpy.allclose, which the checks use to compare results" in text
+    assert "redefines check_softmax" in text
+    assert text.count("\n") == 0 and len(text) < 600
+
+
+def test_explain_says_where_a_path_leads_without_paths_files_or_reports():
+    nb = submission()
+    at = add_cell(nb, f"src = open('{SOLUTION}').read()", after="attention")
+    text = explain(scan(nb))
+    assert f"added cell {at + 1} tries to reach the course's solutions" in text
+    for secret in ("solutions/", LESSON, ".csv", "integrity", "tamper", "check_"):
+        assert secret not in text, text
+    assert "other students' work" in explain(scan(submission(quiz_1=f"!cp {CLASSMATE} .\nquiz_1 = 'a'")))
+    hooks = explain(scan(submission(softmax=SOFTMAX + "\nget_ipython().set_custom_exc((Exception,), print)")))
+    assert "shell (set_custom_exc)" in hooks
+
+
+def test_explain_is_empty_unless_the_submission_is_held():
+    assert explain([]) == ""
+    assert explain(scan(submission(softmax=SOFTMAX + "\n!pip install numpy\nimport socket"))) == ""
+
+
+def test_explain_stays_short_for_many_cells():
+    findings = [Finding(f"added cell {i}", 1, "monkeypatch", "tamper", "assigns numpy.allclose",
+                        "numpy.allclose") for i in range(10)]
+    text = explain(findings)
+    assert "added cell 3" in text and "added cell 4" not in text and "6 more cells" in text
 
 
 def test_scan_class_reports_every_student_and_survives_broken_files(tmp_path):

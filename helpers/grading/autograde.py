@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -37,11 +36,11 @@ from pathlib import Path
 import nbformat
 from traitlets.config import Config
 
-from . import sandbox
 from ..build import ROOT
-from .settings import KERNEL_DIED, TIME_LIMIT_ERRORS, configure, is_cap_marker, offline_feedback
-
-DEFAULT_PATTERN = r"^(?P<student_id>[A-Za-z0-9]+)"
+from . import records, sandbox
+from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS, GradingMachineryError, is_cap_marker
+from .settings import COURSE_ROOT, configure, offline_feedback
+from .submissions import DEFAULT_PATTERN, DuplicateStudentError, import_submissions, unreadable_reason
 
 
 @dataclass
@@ -54,12 +53,16 @@ class ClassReport:
     interrupted: dict[str, list[str]] = field(default_factory=dict)  # student -> cells stopped at the limit
     crashed: dict[str, list[str]] = field(default_factory=dict)  # student -> cells the kernel died in
     limited: dict[str, list[str]] = field(default_factory=dict)  # student -> "limit in cell"
-    skipped: list[str] = field(default_factory=list)  # files that belong to no student
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it was not imported)
+    imported: list[str] = field(default_factory=list)  # what the import said (times, wrong lessons)
     max_score: float = 0.0
     seconds: float = 0.0
     isolation: str = ""  # how students' kernels were sandboxed
     integrity: dict[str, list] = field(default_factory=dict)  # student -> integrity findings
-    zeroed: list[str] = field(default_factory=list)  # tampering found: zeroed for review
+    zeroed: list[str] = field(default_factory=list)  # tampering found: held at zero for review
+    kept: list[str] = field(default_factory=list)  # could not be graded now: earlier score kept
+    machinery: str = ""  # why the grading machinery stopped, if it did
+    not_reached: list[str] = field(default_factory=list)  # left ungraded when the machinery stopped
 
     def lines(self) -> list[str]:
         n = len(self.graded) + len(self.failed)
@@ -67,13 +70,20 @@ class ClassReport:
         out = [f"{self.lesson}: {n} submissions in {self.seconds:.1f} s ({rate:.0f} per minute); "
                f"{len(self.graded)} graded, {len(self.failed)} could not be graded",
                f"  kernels: {self.isolation}"]
-        out += [f"  NOT GRADED {s}: {why} (recorded as 0)" for s, why in sorted(self.failed.items())]
+        if self.machinery:
+            out.append(f"  STOPPED: the grading machinery failed — {self.machinery}. No score was "
+                       f"changed for the {len(self.not_reached)} submission(s) not graded: "
+                       + " ".join(sorted(self.not_reached)))
+        out += [f"  NOT GRADED {s}: {why} "
+                + ("(the earlier score is kept)" if s in self.kept else "(recorded as 0)")
+                for s, why in sorted(self.failed.items())]
         out += [f"  {s}: stopped at the time limit in {', '.join(cells)} (those cells score 0)"
                 for s, cells in sorted(self.interrupted.items())]
         out += [f"  {s}: the kernel died in {', '.join(cells)} and was restarted (those cells score 0)"
                 for s, cells in sorted(self.crashed.items())]
         out += [f"  {s}: ran into the {'; the '.join(hits)}" for s, hits in sorted(self.limited.items())]
-        out += [f"  ignored file {f}: no student id in its name" for f in self.skipped]
+        out += [f"  {line}" for line in self.imported]
+        out += [f"  not imported: {f}: {why}" for f, why in self.skipped]
         flagged = {s: f for s, f in self.integrity.items() if f}
         if flagged:
             out.append(f"  integrity scan: {len(flagged)} submission(s) to review "
@@ -88,27 +98,22 @@ class ClassReport:
 # ------------------------------------------------------------------ the course root
 
 
-def course_api(root: Path, timeout: int | None = None, exchange: Path | None = None,
-               kernel_name: str | None = None, ipc_dir: Path | None = None):
-    """An NbGraderAPI for a grading root whose sources are this repository's solutions.
+def course_api(root: Path = COURSE_ROOT, timeout: int | None = None, exchange: Path | None = None,
+               hide: tuple[str, ...] = (), sandboxed: bool = True, warm: bool = True):
+    """An NbGraderAPI for the course root ``root`` with the course's settings.
 
-    ``exchange`` is the folder nbgrader's exchange hands assignments and feedback through
-    (default: ``root/exchange``); ``kernel_name`` overrides the kernel that runs submissions;
-    ``ipc_dir`` makes kernels talk over Unix sockets there (a sandboxed kernel has no network).
+    ``exchange``: the folder nbgrader's exchange hands assignments and feedback through;
+    ``hide``: more folders graded kernels must not see (a worker hides the main course root);
+    ``sandboxed``/``warm``: how kernels run (``helpers.grading.execute.GuardedExecute``).
     """
     from nbgrader.apps import NbGraderAPI
 
-    config = configure(Config(), root)
-    config.CourseDirectory.source_directory = str(ROOT / "solutions")
-    config.CourseDirectory.release_directory = str(Path(root).resolve() / "release")
-    config.Exchange.root = str(Path(exchange or Path(root) / "exchange").resolve())
+    config = configure(Config(), root, exchange=exchange)
     if timeout is not None:
         config.Execute.timeout = timeout
-    if kernel_name is not None:
-        config.Execute.kernel_name = kernel_name
-    if ipc_dir is not None:
-        config.KernelManager.transport = "ipc"
-        config.KernelManager.ip = str(Path(ipc_dir) / "kernel")
+    config.GuardedExecute.hidden_paths = [*config.GuardedExecute.hidden_paths, *map(str, hide)]
+    config.GuardedExecute.sandbox = sandboxed
+    config.GuardedExecute.warm = warm
     return NbGraderAPI(config=config)
 
 
@@ -121,6 +126,9 @@ def prepare(lesson: str, root: Path) -> None:
     build_solutions()
     Path(root).mkdir(parents=True, exist_ok=True)
     api = course_api(root)
+    # Recording the lesson regenerates its student version: into the root's release/, so the
+    # committed notebooks/ are never rewritten by grading.
+    api.coursedir.release_directory = str(Path(root).resolve() / "release")
     with Gradebook(api.coursedir.db_url, course_id=api.coursedir.course_id) as gb:
         try:
             has_submissions = bool(gb.find_assignment(lesson).submissions)
@@ -133,120 +141,57 @@ def prepare(lesson: str, root: Path) -> None:
         raise RuntimeError(f"nbgrader could not record {lesson}:\n{result.get('log', '')}")
 
 
-# ------------------------------------------------------------------ importing submissions
-
-
-def import_submissions(lesson: str, source: Path, root: Path,
-                       pattern: str = DEFAULT_PATTERN) -> tuple[list[str], list[str]]:
-    """Copy submissions into ``root/submitted/<student>/<lesson>/``; returns (students, ignored)."""
-    source = Path(source)
-    if not source.is_dir():
-        raise ValueError(f"no folder of submissions at {source}")
-    target = Path(root) / "submitted"
-    nested = sorted(p for p in source.glob(f"*/{lesson}") if p.is_dir())
-    if nested:  # nbgrader's layout: <student>/<lesson>/...
-        students = []
-        for folder in nested:
-            student = folder.parent.name
-            dest = target / student / lesson
-            if dest.resolve() != folder.resolve():
-                shutil.rmtree(dest, ignore_errors=True)
-                shutil.copytree(folder, dest)
-            students.append(student)
-        return students, []
-    return _import_flat(lesson, source, target, pattern)
-
-
-def _import_flat(lesson: str, source: Path, target: Path, pattern: str):
-    """A flat folder of downloads: one notebook (or a zip holding one) per student."""
-    regex = re.compile(pattern)
-    chosen: dict[str, tuple[float, str, bytes]] = {}  # student -> (mtime, name, content)
-    ignored = []
-    for path in sorted(source.iterdir()):
-        if path.suffix not in (".ipynb", ".zip"):
-            continue
-        match = regex.match(path.name)
-        if not match or not match.groupdict().get("student_id"):
-            ignored.append(path.name)
-            continue
-        student = match.group("student_id")
-        if path.suffix == ".zip":
-            content = _notebook_in_zip(path, lesson)
-            if content is None:
-                ignored.append(f"{path.name} (no .ipynb inside)")
-                continue
-        else:
-            content = path.read_bytes()
-        mtime = path.stat().st_mtime
-        if student not in chosen or mtime >= chosen[student][0]:  # the latest upload wins
-            chosen[student] = (mtime, path.name, content)
-    for student, (mtime, _, content) in chosen.items():
-        dest = target / student / lesson / f"{lesson}.ipynb"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(content)
-        os.utime(dest, (mtime, mtime))
-    return sorted(chosen), ignored
-
-
-def _notebook_in_zip(path: Path, lesson: str) -> bytes | None:
-    with zipfile.ZipFile(path) as archive:
-        names = [n for n in archive.namelist() if n.endswith(".ipynb") and "checkpoint" not in n]
-        names.sort(key=lambda n: (Path(n).stem != lesson, n))  # prefer <lesson>.ipynb
-        return archive.read(names[0]) if names else None
-
-
-def unreadable_reason(path: Path) -> str | None:
-    """Why a submitted notebook cannot be graded before running it, or None."""
-    if not path.exists():
-        return "the notebook is missing from the submission"
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as err:  # any parse failure means the file is not a notebook
-        return f"not a readable notebook ({type(err).__name__}: {str(err)[:120]})"
-    if not nb.get("cells"):
-        return "the notebook has no cells"
-    return None
-
-
 # ------------------------------------------------------------------ grading in workers
 
 
 def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
-            warm: bool = True, sandbox_root: Path | None = None) -> dict:
-    """Autograde ``students`` in the course root ``root``; returns {student: error or ""}.
+            warm: bool = True, sandboxed: bool = True, hide: tuple[str, ...] = ()) -> dict:
+    """Autograde ``students`` in the course root ``root``.
 
-    With ``warm``, kernels are forked from a server that has imported the course's libraries
-    once (``helpers.warmkernel``) instead of starting cold for every notebook. With
-    ``sandbox_root`` (the grading folder to hide) and a machine that allows it, every kernel
-    runs in the sandbox of ``helpers.sandbox``.
+    Returns ``{"outcome": {student: "" or why it could not be graded}, "machinery": ""}``;
+    ``machinery`` says why grading stopped early when the machinery failed (a kernel that
+    cannot start, or the same failure three submissions in a row), and the students not
+    reached are left out of ``outcome``.
     """
-    from .warmkernel import KERNEL_NAME, WarmServer
+    api = course_api(root, timeout, hide=hide, sandboxed=sandboxed, warm=warm)
+    outcome: dict[str, str] = {}
+    streak: list[str] = []
+    for student in students:
+        result = api.autograde(lesson, student, force=True, create=True)
+        if result["success"]:
+            outcome[student], streak = "", []
+            continue
+        text = f"{result.get('error', '')}\n{result.get('log', '')}"
+        if GradingMachineryError.__name__ in text:
+            return {"outcome": outcome, "machinery": _machinery_reason(text)}
+        reason = _failure_reason(result.get("log", "") + "\n" + result.get("error", ""))
+        streak = [*streak, reason] if streak and streak[-1] == reason else [reason]
+        outcome[student] = reason
+        if len(streak) >= REPEATED_FAILURES and not _student_caused(reason):
+            for s in streak_students(outcome, len(streak)):
+                del outcome[s]  # the same failure every time: the machinery, not the students
+            return {"outcome": outcome, "machinery": f"{len(streak)} submissions in a row failed "
+                    f"the same way: {reason}"}
+    return {"outcome": outcome, "machinery": ""}
 
-    api = course_api(root, timeout)
-    server = None
-    if warm and students:
-        folder = Path(root).resolve() / ".warm"
-        prefix = sandbox.launcher() if sandbox_root is not None else None
-        policy, ipc = None, None
-        if prefix is not None:
-            ipc = folder / "ipc"
-            ipc.mkdir(parents=True, exist_ok=True)
-            ipc.chmod(0o1777)  # the kernel, as nobody, creates its sockets here
-            policy = sandbox.course_policy(ROOT, sandbox_root, writable=(str(ipc),))
-        server = WarmServer.start(folder, policy=policy, prefix=prefix)
-        spec_dir = server.kernelspec(folder / "share")
-        os.environ["JUPYTER_PATH"] = os.pathsep.join(
-            p for p in (str(spec_dir), os.environ.get("JUPYTER_PATH", "")) if p)
-        api = course_api(root, timeout, kernel_name=KERNEL_NAME, ipc_dir=ipc)
-    outcome = {}
-    try:
-        for student in students:
-            result = api.autograde(lesson, student, force=True, create=True)
-            outcome[student] = "" if result["success"] else _failure_reason(result.get("log", ""))
-    finally:
-        if server is not None:
-            server.stop()
-    return outcome
+
+REPEATED_FAILURES = 3
+
+
+def streak_students(outcome: dict[str, str], n: int) -> list[str]:
+    """The last ``n`` students graded (dicts keep their order)."""
+    return list(outcome)[-n:]
+
+
+def _student_caused(reason: str) -> bool:
+    return reason.startswith(("not a readable notebook", "the notebook"))
+
+
+def _machinery_reason(text: str) -> str:
+    for line in reversed(text.splitlines()):
+        if GradingMachineryError.__name__ in line:
+            return line.split(GradingMachineryError.__name__, 1)[1].lstrip(": ").strip() or line
+    return "the grading machinery failed"
 
 
 # What an error in a graded cell says about the limits the cell ran into (see helpers.sandbox).
@@ -299,15 +244,14 @@ def _failure_reason(log: str) -> str:
     return "autograding failed: " + (last[-1][:200] if last else "no log")
 
 
-def _run_workers(lesson: str, root: Path, students: list[str], workers: int,
-                 timeout: int | None, warm: bool = True, sandboxed: bool = True) -> dict[str, str]:
-    """Split the class over ``workers`` processes, each with its own copy of the gradebook."""
-    hide = Path(root).resolve() if sandboxed else None
-    if workers <= 1 or len(students) <= 1:
-        return _worker(lesson, root, students, timeout, warm, hide)
-    shares = [students[i::workers] for i in range(workers)]
+def _run_workers(lesson: str, root: Path, students: list[str], workers: int, timeout: int | None,
+                 warm: bool = True, sandboxed: bool = True) -> tuple[dict[str, str], str]:
+    """Split the class over ``workers`` processes, each with its own copy of the gradebook;
+    merge what they graded. Returns ({student: "" or why not graded}, why the machinery stopped)."""
+    root = Path(root).resolve()
+    shares = [s for s in (students[i::max(workers, 1)] for i in range(max(workers, 1))) if s]
     procs = []
-    for i, share in enumerate(s for s in shares if s):
+    for i, share in enumerate(shares):
         wroot = root / ".workers" / f"w{i}"
         shutil.rmtree(wroot, ignore_errors=True)
         (wroot / "submitted").mkdir(parents=True)
@@ -315,64 +259,30 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int,
         for student in share:
             (wroot / "submitted" / student).symlink_to((root / "submitted" / student).resolve())
         args = [sys.executable, "-m", "helpers.grading.autograde", "--worker", lesson, str(wroot),
-                *(["--timeout", str(timeout)] if timeout else []), *([] if warm else ["--cold"]),
-                *(["--sandbox-root", str(hide)] if hide else []),
+                "--hide", str(root), *(["--timeout", str(timeout)] if timeout else []),
+                *([] if warm else ["--cold"]), *([] if sandboxed else ["--no-sandbox"]),
                 "--students", *share]
         procs.append((wroot, share, subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
-                                                     stderr=subprocess.DEVNULL, text=True)))
+                                                     stderr=subprocess.PIPE, text=True)))
     outcome: dict[str, str] = {}
+    stopped = ""
     for wroot, share, proc in procs:
-        out, _ = proc.communicate()
+        out, err = proc.communicate()
         try:
-            outcome.update(json.loads(out.strip().splitlines()[-1]))
+            result = json.loads(out.strip().splitlines()[-1])
         except (ValueError, IndexError):
-            outcome.update({s: "the grading worker crashed" for s in share})
+            tail = " ".join(err.strip().splitlines()[-3:])[:400]
+            stopped = stopped or f"a grading worker crashed ({tail or 'no output'})"
             continue
-        _merge(lesson, wroot, root, [s for s in share if not outcome.get(s)])
-    return outcome
-
-
-def _merge(lesson: str, wroot: Path, root: Path, students: list[str]) -> None:
-    """Copy the workers' grades, comments and autograded notebooks into the main root."""
-    from nbgrader.api import Gradebook
-
-    if not students:
-        return
-    api = course_api(root)
-    with Gradebook(f"sqlite:///{wroot / 'gradebook.db'}", course_id=api.coursedir.course_id) as src, \
-            Gradebook(api.coursedir.db_url, course_id=api.coursedir.course_id) as dst:
-        for student in students:
-            done = src.find_submission(lesson, student)
-            dst.update_or_create_student(student)
-            dst.update_or_create_submission(lesson, student, timestamp=done.timestamp)
-            for nb in done.notebooks:
-                for g in nb.grades:
-                    mine = dst.find_grade(g.name, nb.name, lesson, student)
-                    mine.auto_score, mine.needs_manual_grade = g.auto_score, g.needs_manual_grade
-                for c in nb.comments:
-                    dst.find_comment(c.name, nb.name, lesson, student).auto_comment = c.auto_comment
-                mine_nb = dst.find_submission_notebook(nb.name, lesson, student)
-                mine_nb.flagged = nb.flagged
-            dst.db.commit()
+        stopped = stopped or result["machinery"]
+        outcome.update(result["outcome"])
+        done = [s for s in share if result["outcome"].get(s) == ""]
+        records.merge(lesson, wroot, root, done)
+        for student in done:
             dest = root / "autograded" / student / lesson
             shutil.rmtree(dest, ignore_errors=True)
             shutil.copytree(wroot / "autograded" / student / lesson, dest)
-
-
-def _record_zero(lesson: str, root: Path, student: str, reason: str) -> None:
-    """Give a submission that could not be graded a recorded 0 and say why in its comments."""
-    from nbgrader.api import Gradebook
-
-    api = course_api(root)
-    with Gradebook(api.coursedir.db_url, course_id=api.coursedir.course_id) as gb:
-        gb.update_or_create_student(student)
-        submission = gb.update_or_create_submission(lesson, student)
-        for nb in submission.notebooks:
-            for g in nb.grades:
-                g.auto_score, g.needs_manual_grade = 0.0, False
-            for c in nb.comments:
-                c.auto_comment = f"Not graded: {reason}."
-        gb.db.commit()
+    return outcome, stopped
 
 
 # ------------------------------------------------------------------ synthetic classes
@@ -424,60 +334,107 @@ def fake_class(lesson: str, folder: Path, n: int, broken: dict[str, str] | None 
 # ------------------------------------------------------------------ the whole run
 
 
-def grade_class(lesson: str, submissions: Path, root: Path = ROOT / "grading", workers: int = 2,
+def preflight(lesson: str, root: Path = COURSE_ROOT, timeout: int | None = None,
+              sandboxed: bool = True, warm: bool = True) -> None:
+    """Start one graded kernel, exactly as grading will, on the released lesson's setup cells.
+
+    Raises ``GradingMachineryError`` with the real error when that fails (no kernel, a broken
+    sandbox, a missing library): then nothing is graded and no score is touched.
+    """
+    from .execute import GuardedExecute, stop_servers
+
+    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
+    if not released.exists():
+        raise ValueError(f"no lesson {lesson!r}: {released} does not exist")
+    nb = nbformat.read(released, as_version=4)
+    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells = nb.cells[: first + 1]  # the setup cell: the imports every graded cell relies on
+    nb.cells.append(nbformat.v4.new_code_cell("print('ready')"))
+    api = course_api(root, timeout, sandboxed=sandboxed, warm=warm)
+    work = Path(root).resolve() / ".preflight" / lesson
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        GuardedExecute(config=api.config).preprocess(
+            nb, {"metadata": {"path": str(work)}, "nbgrader": {"db_url": api.coursedir.db_url}})
+    finally:
+        stop_servers()
+        shutil.rmtree(work, ignore_errors=True)
+    out = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []))
+    if "ready" not in out:
+        raise GradingMachineryError("a grading kernel ran the setup cell but not the next one: "
+                                    f"{nb.cells[-1].get('outputs')}")
+
+
+def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, workers: int = 2,
                 pattern: str = DEFAULT_PATTERN, timeout: int | None = None,
-                feedback: bool = True, warm: bool = True, sandboxed: bool = True) -> ClassReport:
-    """Import, autograde (in parallel), record failures as zeros, feedback, export; a report."""
-    from nbgrader.api import Gradebook
+                feedback: bool = True, warm: bool = True, sandboxed: bool = True,
+                only: list[str] | None = None, due: str | None = None,
+                keep_latest: bool = False, tz: str = "UTC") -> ClassReport:
+    """Import, autograde (in parallel), record what could not be graded, hold tampering for
+    review, feedback, export; a report.
+
+    ``only``: grade just these students (the others' grades stay as they are). Raises
+    ``GradingMachineryError`` before touching anything when a graded kernel cannot start.
+    """
+    from .integrity import explain, is_tampering, scan_class, summarise, write_report
 
     start = time.perf_counter()
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    report = ClassReport(lesson)
+    report.isolation = sandbox.status() if sandboxed else \
+        "WARNING: NOT SANDBOXED — sandboxing was switched off for this run"
+    preflight(lesson, root, timeout, sandboxed, warm)
     prepare(lesson, root)
-    students, ignored = import_submissions(lesson, submissions, root, pattern)
-    report = ClassReport(lesson, skipped=ignored)
-    api = course_api(root)
-    with Gradebook(api.coursedir.db_url, course_id=api.coursedir.course_id) as gb:
+    imported = import_submissions(lesson, submissions, root, pattern, keep_latest=keep_latest, tz=tz)
+    students, report.skipped, report.imported = imported.students, imported.skipped, imported.lines()
+    if only:
+        report.skipped += [(s, "not among the students asked for") for s in students if s not in only]
+        missing = sorted(set(only) - set(students))
+        if missing:
+            raise ValueError(f"no submission of {', '.join(missing)} in {submissions}")
+        students = [s for s in students if s in only]
+    with records.gradebook(root) as gb:
+        if due:
+            gb.update_or_create_assignment(lesson, duedate=due)
         for student in students:
             gb.update_or_create_student(student)
         report.max_score = sum(g.max_score for g in gb.find_notebook(lesson, lesson).grade_cells
                                if g.cell_type == "code")
 
-    from .integrity import is_tampering, scan_class, write_report
-
     released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
-    report.integrity = scan_class(root, lesson, released)
+    scanned = scan_class(root, lesson, released)
+    report.integrity = {s: f for s, f in scanned.items() if s in students}
     write_report(report.integrity, root / f"integrity_{lesson}.csv")
     gradable = []
     for student in students:
-        why = unreadable_reason(root / "submitted" / student / lesson / f"{lesson}.ipynb")
+        why = imported.unreadable.get(student) or (
+            f"this is the notebook of lesson {imported.wrong_lesson[student]}, not {lesson}"
+            if student in imported.wrong_lesson else
+            unreadable_reason(root / "submitted" / student / lesson / f"{lesson}.ipynb"))
         if why:
             report.failed[student] = why
         else:
             gradable.append(student)
-    report.isolation = sandbox.status() if (sandboxed and warm) else \
-        "WARNING: NOT SANDBOXED — sandboxing was switched off for this run"
-    for student, error in _run_workers(lesson, root, gradable, workers, timeout, warm,
-                                       sandboxed).items():
-        if error:
-            report.failed[student] = error
-    for student, findings in report.integrity.items():
-        if is_tampering(findings) and student not in report.failed:
-            report.zeroed.append(student)
+    outcome, report.machinery = _run_workers(lesson, root, gradable, workers, timeout, warm, sandboxed)
+    report.not_reached = [s for s in gradable if s not in outcome]
+    report.failed.update({s: why for s, why in outcome.items() if why})
     for student, why in report.failed.items():
-        _record_zero(lesson, root, student, why)
-    for student in report.zeroed:  # graded, then zeroed: the instructor decides after review
-        kinds = sorted({f.kind for f in report.integrity[student] if f.severity == "tamper"})
-        _record_zero(lesson, root, student, "zeroed for review: the integrity scan found "
-                     + ", ".join(kinds) + f" (see integrity_{lesson}.csv)")
-
-    with Gradebook(api.coursedir.db_url, course_id=api.coursedir.course_id) as gb:
-        for student in students:
-            if student not in report.failed:
-                nb = gb.find_submission_notebook(lesson, lesson, student)
-                report.graded[student] = sum(g.auto_score or 0.0 for g in nb.grades
-                                             if g.cell.cell_type == "code")
-    for student in report.graded:
+        if not records.record_not_graded(root, lesson, student, why):
+            report.kept.append(student)
+    graded_now = [s for s, why in outcome.items() if not why]
+    for student in graded_now:
+        findings = report.integrity.get(student, [])
+        if is_tampering(findings):
+            records.hold_for_review(root, lesson, student, explain(findings), summarise(findings))
+            report.zeroed.append(student)
+        elif findings:
+            records.flag(root, lesson, student, summarise(findings))
+    with records.gradebook(root) as gb:
+        for student in graded_now:
+            report.graded[student] = records.total(gb, lesson, student)
+    for student in graded_now:
         events = cell_events(root / "autograded" / student / lesson / f"{lesson}.ipynb")
         if "time limit" in events:
             report.interrupted[student] = events.pop("time limit")
@@ -487,13 +444,64 @@ def grade_class(lesson: str, submissions: Path, root: Path = ROOT / "grading", w
             report.limited[student] = [f"{event} in {', '.join(cells)}"
                                        for event, cells in sorted(events.items())]
     if feedback:
-        for student in report.graded:
-            api.generate_feedback(lesson, student, force=True)
-            for page in (root / "feedback" / student / lesson).glob("*.html"):
-                offline_feedback(page)
+        write_feedback(lesson, root, graded_now)
+        for student, why in report.failed.items():
+            not_graded_page(lesson, root, student, why, kept=student in report.kept)
     export(lesson, root)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def write_feedback(lesson: str, root: Path = COURSE_ROOT, students: list[str] | None = None) -> list[Path]:
+    """nbgrader's feedback pages, from the gradebook (hand grades and comments included) and
+    the autograded notebooks: no student code runs. Default: every graded student."""
+    api = course_api(root)
+    if students is None:
+        students = sorted(p.parent.name for p in (Path(root) / "autograded").glob(f"*/{lesson}")
+                          if (p / f"{lesson}.ipynb").exists())
+    pages = []
+    for student in students:
+        result = api.generate_feedback(lesson, student, force=True)
+        if not result["success"]:
+            raise RuntimeError(f"nbgrader could not write {student}'s feedback:\n{result.get('log', '')}")
+        for page in (Path(root) / "feedback" / student / lesson).glob("*.html"):
+            offline_feedback(page)
+            pages.append(page)
+    return pages
+
+
+def not_graded_page(lesson: str, root: Path, student: str, why: str, kept: bool = False) -> Path:
+    """A feedback page for a submission that could not be graded, saying why."""
+    import html
+
+    score = ("Your earlier score for this lesson stays as it was." if kept else
+             "It is recorded as 0 for now; once you send a notebook that can be graded, it will be.")
+    page = Path(root) / "feedback" / student / lesson / f"{lesson}.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(lesson)}: not graded"
+        f"</title></head><body style='font-family:sans-serif;max-width:42em;margin:2em auto'>"
+        f"<h1>{html.escape(lesson)}: your submission could not be graded</h1>"
+        f"<p><b>Why:</b> {html.escape(why)}.</p><p>{score}</p>"
+        f"<p>Open the lesson in JupyterLab, check that it runs and that you saved it as "
+        f"<code>{html.escape(lesson)}.ipynb</code>, and send it again — or ask your instructor."
+        f"</p></body></html>\n")
+    return page
+
+
+def return_zips(lesson: str, root: Path = COURSE_ROOT) -> list[Path]:
+    """One zip per student with their feedback, to upload to a learning platform."""
+    out = Path(root) / "return" / lesson
+    out.mkdir(parents=True, exist_ok=True)
+    zips = []
+    for folder in sorted((Path(root) / "feedback").glob(f"*/{lesson}")):
+        student = folder.parent.name
+        path = out / f"{student}_{lesson}_feedback.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            for page in sorted(folder.glob("*.html")):
+                archive.write(page, page.name)
+        zips.append(path)
+    return zips
 
 
 def export(lesson: str, root: Path) -> tuple[Path, Path]:
@@ -528,64 +536,121 @@ def export(lesson: str, root: Path) -> tuple[Path, Path]:
     return grades_csv, summary_csv
 
 
-def benchmark(lesson: str, n: int, configs=((1, False), (2, True))) -> list[tuple[str, float]]:
-    """Grade the same generated class of ``n`` under each (workers, warm); notebooks per minute."""
+def benchmark(lesson: str, n: int, workers: int = 2) -> list[tuple[str, float]]:
+    """Grade the same generated class of ``n`` with nbgrader's own ``nbgrader autograde`` (one
+    process, one notebook at a time; still sandboxed, as every path is) and with ``grade_class``
+    (``workers`` processes); print and return notebooks per minute."""
     import tempfile
 
     rates = []
     with tempfile.TemporaryDirectory() as tmp:
         fake_class(lesson, Path(tmp) / "class", n)
-        for workers, warm in configs:
-            root = Path(tmp) / f"root_{workers}_{warm}"
+        for label in ("sequential nbgrader autograde", f"make grade, {workers} workers"):
+            root = Path(tmp) / f"root{len(rates)}"
             prepare(lesson, root)  # recording the lesson is paid once per course, not timed
-            report = grade_class(lesson, Path(tmp) / "class", root, workers, feedback=False, warm=warm)
-            label = f"{workers} worker{'s' if workers > 1 else ''}, {'warm' if warm else 'cold'} kernels"
-            rates.append((label, 60.0 * n / report.seconds))
-            print(f"{label:>28}: {report.seconds:6.1f} s for {n} notebooks = {rates[-1][1]:5.1f} per minute",
+            if label.startswith("sequential"):
+                import_submissions(lesson, Path(tmp) / "class", root)
+                (root / "nbgrader_config.py").write_text(
+                    "from helpers.grading.settings import configure\n"
+                    f"configure(get_config(), {str(root)!r})\n")
+                begin = time.perf_counter()
+                subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "autograde", lesson,
+                                "--force"], cwd=root, check=True, capture_output=True)
+                seconds = time.perf_counter() - begin
+            else:
+                seconds = grade_class(lesson, Path(tmp) / "class", root, workers, feedback=False).seconds
+            rates.append((label, 60.0 * n / seconds))
+            print(f"{label:>32}: {seconds:6.1f} s for {n} notebooks = {rates[-1][1]:5.1f} per minute",
                   flush=True)
     print(f"speed-up: {rates[-1][1] / rates[0][1]:.2f}x")
     return rates
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Autograde a class's submissions of one lesson.")
+    parser = argparse.ArgumentParser(
+        description="Autograde a class's submissions of one lesson, or redo its feedback.",
+        epilog="Exit status: 0 when every submission was accounted for, 2 when the grading "
+               "machinery failed (nothing or only part was graded; no score was lost).")
     parser.add_argument("lesson")
     parser.add_argument("submissions", type=Path, nargs="?")
-    parser.add_argument("--root", type=Path, default=ROOT / "grading",
-                        help="grading folder: gradebook, autograded/, feedback/, CSVs (default: grading/)")
+    parser.add_argument("--root", type=Path, default=COURSE_ROOT,
+                        help="course root: gradebook, submitted/, autograded/, feedback/, CSVs "
+                             "(default: grading/, the root nbgrader_config.py sets)")
+    parser.add_argument("--student", action="append", metavar="ID",
+                        help="grade only this student (repeatable); the others are left alone")
     parser.add_argument("--workers", type=int, default=2, help="parallel grading processes")
     parser.add_argument("--pattern", default=DEFAULT_PATTERN,
-                        help="regex with a named group student_id, for a flat folder of downloads")
+                        help="regex with a named group student_id, matched at the start of each "
+                             "downloaded file's name (default: Moodle, Canvas, Blackboard and "
+                             "'<id>_...' names; see helpers/grading/submissions.py)")
+    parser.add_argument("--keep-latest", action="store_true",
+                        help="when several files map to one student, grade the newest")
+    parser.add_argument("--timezone", default="UTC",
+                        help="zone of submission times that carry none (default: UTC)")
+    parser.add_argument("--due", help="due date, e.g. '2026-03-01 23:59:00 UTC': later submissions are late")
     parser.add_argument("--timeout", type=int, help="seconds per cell (default: nbgrader_config.py)")
     parser.add_argument("--no-feedback", action="store_true")
+    parser.add_argument("--feedback", action="store_true",
+                        help="only redo the feedback pages from the gradebook (hand grades "
+                             "included); no student code runs")
+    parser.add_argument("--zip", action="store_true",
+                        help="with --feedback: also one zip per student in <root>/return/<lesson>/")
+    parser.add_argument("--restore", metavar="ID",
+                        help="take back the hold for review of this student's score")
+    parser.add_argument("--preflight", action="store_true",
+                        help="only check that a graded kernel starts and runs the setup cell")
     parser.add_argument("--cold", action="store_true",
-                        help="start every kernel from scratch instead of forking warm kernels")
+                        help="start every kernel from scratch (only without the sandbox)")
     parser.add_argument("--benchmark", type=int, metavar="N",
-                        help="grade a generated class of N twice (1 cold worker vs WORKERS warm) and "
-                             "print notebooks per minute")
+                        help="grade a generated class of N with plain `nbgrader autograde` and "
+                             "with WORKERS workers, and print notebooks per minute")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run students' code with the grader's rights (not recommended)")
-    parser.add_argument("--sandbox-root", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--hide", action="append", default=[], help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--students", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:  # internal: one worker's share, result as one JSON line on stdout
-        outcome = _worker(args.lesson, Path(args.submissions), args.students, args.timeout,
-                          warm=not args.cold, sandbox_root=args.sandbox_root)
-        print(json.dumps(outcome))
+        result = _worker(args.lesson, Path(args.submissions), args.students, args.timeout,
+                         warm=not args.cold, sandboxed=not args.no_sandbox, hide=tuple(args.hide))
+        print(json.dumps(result))
         return 0
     if args.benchmark:
-        benchmark(args.lesson, args.benchmark, ((1, False), (args.workers, True)))
+        benchmark(args.lesson, args.benchmark, args.workers)
         return 0
-    if args.submissions is None:
-        parser.error("give the folder of submissions")
-    report = grade_class(args.lesson, args.submissions, args.root, args.workers, args.pattern,
-                         args.timeout, feedback=not args.no_feedback, warm=not args.cold,
-                         sandboxed=not args.no_sandbox)
+    try:
+        if args.preflight:
+            preflight(args.lesson, args.root, args.timeout, not args.no_sandbox, not args.cold)
+            print(f"{args.lesson}: a graded kernel starts and runs the setup cell ({sandbox.status()})")
+            return 0
+        if args.restore:
+            score = records.restore(args.root, args.lesson, args.restore)
+            print(f"{args.restore}: the hold is taken back; {args.lesson} scores {score:g} again "
+                  f"(run `make feedback LESSON={args.lesson}` to update the feedback page)")
+            return 0
+        if args.feedback:
+            pages = write_feedback(args.lesson, args.root)
+            print(f"{len(pages)} feedback pages in {args.root / 'feedback'}")
+            if args.zip:
+                zips = return_zips(args.lesson, args.root)
+                print(f"{len(zips)} zips to return in {args.root / 'return' / args.lesson}")
+            return 0
+        if args.submissions is None:
+            parser.error("give the folder of submissions")
+        report = grade_class(args.lesson, args.submissions, args.root, args.workers, args.pattern,
+                             args.timeout, feedback=not args.no_feedback, warm=not args.cold,
+                             sandboxed=not args.no_sandbox, only=args.student, due=args.due,
+                             keep_latest=args.keep_latest, tz=args.timezone)
+    except GradingMachineryError as err:
+        print(f"STOPPED before grading: {err}\nNo score was changed.", file=sys.stderr)
+        return 2
+    except (ValueError, DuplicateStudentError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     print("\n".join(report.lines()))
     print(f"gradebook: {args.root / 'gradebook.db'}; grades: {args.root / 'grades.csv'}; "
           f"per grade cell: {args.root / f'summary_{args.lesson}.csv'}; feedback: {args.root / 'feedback'}")
-    return 0
+    return 2 if report.machinery else 0
 
 
 if __name__ == "__main__":

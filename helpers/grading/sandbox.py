@@ -5,11 +5,13 @@ the hidden tests in ``solutions/`` and the gradebook, other students' work, the 
 home, write anywhere the grader can, and reach the network. Here every graded kernel runs:
 
 - in a **network namespace of its own** with no interface up: no network at all;
-- in a **mount namespace of its own** where ``solutions/``, the grading folder (gradebook,
-  every submission), the exchange, ``/root`` and ``/home`` are hidden behind empty tmpfs
-  mounts, except for the kernel's own working folder and the Python installation; ``/tmp``,
-  ``/var/tmp`` and ``/dev/shm`` are fresh and private; every other mount (the repository, the
-  Python installation, the rest of the disk) is **read-only**;
+- in a **mount namespace of its own** where ``solutions/``, the grading folder (gradebook, every
+  submission), nbgrader's leftovers in the repository, the exchange, ``/root`` and ``/home`` are
+  hidden behind empty tmpfs mounts (a file behind ``/dev/null``), except for the kernel's own
+  working folder and the Python installation; ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are fresh
+  and private; every other mount (the repository, the Python installation, the rest of the
+  disk) is **read-only**. All of it holds wherever the repository lives: under ``/tmp``, in a
+  home folder, with a ``.venv`` that is a symbolic link;
 - as an unprivileged user id of its own (when the grader is root), which can write only its
   own working folder and the private scratch folders;
 - with **resource limits**: address space, processes, file size, open files; plus the
@@ -31,6 +33,7 @@ import ctypes
 import errno
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -63,9 +66,10 @@ class Limits:
 
 @dataclass(frozen=True)
 class Policy:
-    """What a sandboxed kernel may see: ``hide`` folders and files, ``keep`` folders inside them
-    (read-only), ``writable`` folders (kept too). Everything else it sees is read-only as well,
-    except its working folder and private scratch folders."""
+    """What a sandboxed kernel may see: ``hide`` folders and files (``hide_files`` too: each is
+    hidden as what it is when a kernel starts, and skipped if it is not there), ``keep`` folders
+    inside them (read-only), ``writable`` folders (kept too). Everything else it sees is
+    read-only as well, except its working folder and private scratch folders."""
 
     hide: tuple[str, ...] = ()
     hide_files: tuple[str, ...] = ()
@@ -84,17 +88,28 @@ class Policy:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
-def course_policy(repo: Path, grading_root: Path, writable: tuple[str, ...] = ()) -> Policy:
-    """The course's policy: hide the hidden tests, the gradebook, submissions and homes; the
-    Python installation and the repository stay readable; ``writable``: folders the kernel
-    must write besides its working folder (the sockets it talks over)."""
-    repo, grading_root = Path(repo).resolve(), Path(grading_root).resolve()
-    hide = [str(repo / "solutions"), str(grading_root), "/root", "/home"]
+# What nbgrader leaves in the folder it runs in: the gradebook (every hidden test), students'
+# work, feedback, the exchange and its log. Hidden wherever they turn up in the repository.
+NBGRADER_LEFTOVERS = ("gradebook.db", "nbgrader.log", ".nbgrader.log", "grading", "submitted",
+                      "autograded", "feedback", "release", "exchange")
+
+
+def course_policy(repo: Path, grading_root: Path, writable: tuple[str, ...] = (),
+                  hide: tuple[str, ...] = ()) -> Policy:
+    """The course's policy: hide the hidden tests, the grading folder (gradebook, submissions),
+    nbgrader's leftovers in the repository, ``hide`` (more folders or files, e.g. the exchange)
+    and the homes; the Python installation and the repository stay readable; ``writable``:
+    folders the kernel must write besides its working folder (the sockets it talks over)."""
+    repo = Path(os.path.realpath(repo))
+    hidden = [repo / "solutions", grading_root, *(repo / name for name in NBGRADER_LEFTOVERS),
+              *hide, "/root", "/home"]
+    hidden = list(dict.fromkeys(os.path.realpath(p) for p in hidden))
     # The repository stays readable (helpers, data, the environment) wherever it lives, even
-    # under /tmp or a home folder; its solutions/ stays hidden, mounted over before the keep.
+    # under /tmp or a home folder; what is hidden inside it stays hidden (see ``enter``).
     keep = [sys.base_prefix, sys.prefix, str(repo)]
-    files = [str(p) for p in (repo / "gradebook.db",) if p.exists()]
-    return Policy(hide=tuple(h for h in hide if os.path.isdir(h)), hide_files=tuple(files),
+    # Listed even when missing: a leftover that turns up while the server runs is hidden too.
+    files = [p for p in hidden if os.path.exists(p) and not os.path.isdir(p)]
+    return Policy(hide=tuple(p for p in hidden if p not in files), hide_files=tuple(files),
                   keep=tuple(dict.fromkeys(keep)), writable=tuple(writable),
                   drop_to_nobody=os.geteuid() == 0)
 
@@ -220,10 +235,11 @@ def _mount(libc, source: str | None, target: str, fstype: str | None, flags: int
 def _mount_points() -> list[tuple[str, set[str]]]:
     """This namespace's mount points with their per-mount options, from /proc/self/mountinfo."""
     found = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+    for line in Path("/proc/self/mountinfo").read_bytes().splitlines():
         fields = line.split()
-        point = fields[4].encode().decode("unicode_escape")  # \040 for a space, etc.
-        found.append((point, set(fields[5].split(","))))
+        # The kernel writes a space, tab, newline or backslash as \ooo (octal), other bytes as they are.
+        point = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), fields[4])
+        found.append((os.fsdecode(point), set(os.fsdecode(fields[5]).split(","))))
     return found
 
 
@@ -243,31 +259,80 @@ def _task_count(uid: int) -> int:
     return total
 
 
-def enter(policy: Policy, workdir: str) -> None:
-    """Called in a forked kernel before any student code: private mounts, limits, no root."""
-    libc = _libc()
-    _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)  # our mounts stay ours
-    scratch = [d for d in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(d)]
-    writable = [workdir, *policy.writable]
-    # Hidden folders that must come back into view, and writable ones: each its own mount.
-    keep = [k for k in (*policy.keep, *writable) if _under(k, [*policy.hide, *scratch]) or k in writable]
+def _real(paths) -> list[str]:
+    """``paths`` with every symbolic link resolved, each once, in order."""
+    return list(dict.fromkeys(os.path.realpath(p) for p in paths))
+
+
+def _links_on(path: str) -> list[tuple[str, str]]:
+    """The symbolic links met while resolving ``path``, in order: (where it is, what it says)."""
+    found, here, todo = [], "/", path.split("/")
+    while todo and len(found) < 40:  # as many links as Linux follows: a loop ends here
+        part = todo.pop(0)
+        if part in ("", "."):
+            continue
+        step = os.path.dirname(here) if part == ".." else os.path.join(here, part)
+        if part != ".." and os.path.islink(step):
+            target = os.readlink(step)
+            found.append((step, target))
+            todo = target.split("/") + todo
+            here = "/" if target.startswith("/") else here
+        else:
+            here = step
+    return found
+
+
+def _private_view(libc, policy: Policy, workdir: str) -> list[str]:
+    """Hide, keep and scratch folders as ``policy`` says; returns the folders left writable.
+
+    Paths are compared resolved: a symbolic link to a hidden folder leads to the hidden folder,
+    and a kept folder behind a link (``.venv -> /opt/venvs/course``) is kept where it really is,
+    while the link stays usable.
+    """
+    scratch = _real(d for d in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(d))
+    writable = _real([workdir, *policy.writable])
+    kept = _real(policy.keep) + writable
+    hidden = [p for p in _real([*policy.hide, *policy.hide_files])
+              if os.path.lexists(p) and p not in kept]
+    hidden_dirs = [p for p in hidden if os.path.isdir(p)]
+    # Kept folders that a hidden or scratch folder covers, and writable ones, come back as
+    # mounts of their own: opened now, while they are still in view.
+    keep = [k for k in dict.fromkeys(kept) if k in writable or _under(k, [*hidden_dirs, *scratch])]
     fds = {k: os.open(k, os.O_RDONLY | os.O_DIRECTORY) for k in keep if os.path.isdir(k)}
-    for hidden in policy.hide:
-        _mount(libc, "tmpfs", hidden, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=4m")
+    links = [link for k in (*policy.keep, *policy.writable) for link in _links_on(os.path.abspath(k))]
+    originals = {p: (os.stat(p).st_dev, os.stat(p).st_ino) for p in hidden}
+    # Deepest first, before any covering folder (/home, /tmp, the grading folder) makes a
+    # target disappear: a hidden file or folder inside a kept one (the repository's gradebook
+    # and solutions/) is then carried along when that folder is mounted back below.
+    for path in sorted(hidden, key=lambda p: p.count("/"), reverse=True):
+        if path in hidden_dirs:
+            _mount(libc, "tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=4m")
+        else:
+            _mount(libc, "/dev/null", path, None, _MS_BIND)
     for folder in scratch:  # private, writable scratch space
         _mount(libc, "tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777,size=512m")
-    for hidden in policy.hide_files:
-        _mount(libc, "/dev/null", hidden, None, _MS_BIND)
     for path in sorted(fds, key=len):  # parents first; the folders needed come back into view
         os.makedirs(path, exist_ok=True)
         _mount(libc, f"/proc/self/fd/{fds[path]}", path, None, _MS_BIND | _MS_REC)
         os.close(fds[path])
-    # Everything else read-only: the repository, the Python installation, the rest of the disk.
-    # (As root the kernel drops to a user that could not write there anyway; in a user
-    # namespace it keeps the grader's own rights, which these read-only mounts take back.)
+    for link, target in links:  # a link that was under a covered folder is made again
+        if not os.path.lexists(link):
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            os.symlink(target, link)
+    for path, identity in originals.items():  # fail closed: no kernel if anything shows through
+        try:
+            shown = os.stat(path)
+        except OSError:
+            continue
+        if (shown.st_dev, shown.st_ino) == identity:
+            raise PermissionError(errno.EACCES, "the sandbox would not hide this", path)
+    return [*scratch, *writable]
+
+
+def _read_only(libc, writable: list[str]) -> None:
+    """Remount every mount read-only but ``writable`` ones and the kernel's file systems."""
     for point, options in _mount_points():
-        if "ro" in options or _under(point, ("/proc", "/sys", "/dev")) or point in (*scratch, *writable):
+        if "ro" in options or _under(point, ("/proc", "/sys", "/dev")) or point in writable:
             continue
         flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY
         flags |= sum(bit for name, bit in _KEPT_FLAGS.items() if name in options)
@@ -276,6 +341,19 @@ def enter(policy: Policy, workdir: str) -> None:
         except OSError as err:  # a mount hidden under a later one (e.g. the fresh /tmp): gone
             if err.errno not in (errno.EINVAL, errno.ENOENT):
                 raise
+
+
+def enter(policy: Policy, workdir: str) -> None:
+    """Called in a forked kernel before any student code: private mounts, limits, no root."""
+    libc = _libc()
+    _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)  # our mounts stay ours
+    workdir = os.path.realpath(workdir)
+    writable = _private_view(libc, policy, workdir)
+    # Everything else read-only: the repository, the Python installation, the rest of the disk.
+    # (As root the kernel drops to a user that could not write there anyway; in a user
+    # namespace it keeps the grader's own rights, which these read-only mounts take back.)
+    _read_only(libc, writable)
     limits = policy.limits
     processes = limits.processes
     if not policy.drop_to_nobody:  # the grader's user id, whose other processes count too

@@ -1,5 +1,11 @@
-"""nbgrader settings shared by ``nbgrader_config.py``, the build and the tests, and the
-preprocessor that keeps hidden tests out of feedback."""
+"""The course's nbgrader settings, shared by ``nbgrader_config.py``, ``make grade``, the
+formgrader, the build and the tests, and the preprocessors they name.
+
+One course root: every instructor command — ``make grade``, ``nbgrader`` run from the
+repository root, the formgrader, export, feedback — reads and writes ``grading/`` (gradebook,
+``submitted/``, ``autograded/``, ``feedback/``), takes the lesson sources from ``solutions/``
+and releases into ``notebooks/``.
+"""
 
 from __future__ import annotations
 
@@ -8,31 +14,43 @@ import re
 import sys
 from pathlib import Path
 
-from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
-from nbformat.v4 import new_output
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
-    Execute,
+    ClearOutput,
     GetGrades,
     IgnorePattern,
     LimitOutput,
     NbGraderPreprocessor,
+    OverwriteCells,
+    OverwriteKernelspec,
     SaveAutoGrades,
 )
-from nbgrader.utils import is_grade
-from traitlets import Integer
+from nbgrader.utils import is_grade, is_locked, is_solution
 from traitlets.config import Config
+
+from ..build import ROOT
+from .execute import GuardedExecute
 
 COURSE_ID = "attention-from-scratch"
 # Generous per-cell limit: a grade cell may train a small model for a few seconds.
 CELL_TIMEOUT_S = 300
 IOPUB_TIMEOUT_S = 20
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+# The course root: gradebook, submitted/, autograded/, feedback/ (git-ignored). An instructor
+# may keep it elsewhere (a backed-up disk) by setting ATTENTION_COURSE_ROOT for every command.
+COURSE_ROOT = Path(os.environ.get("ATTENTION_COURSE_ROOT") or ROOT / "grading").resolve()
+DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"  # nbgrader's own default
 _REMOTE_SCRIPT = re.compile(r'<script[^>]*\ssrc="(https?:)?//[^"]*"[^>]*>.*?</script>\s*', re.S)
+
+
+def server_root() -> Path:
+    """The folder the formgrader's Jupyter server must serve: the repository, or the folder
+    holding both it and the course root when that lies elsewhere (the formgrader refuses a
+    course root outside the server's folder)."""
+    return Path(os.path.commonpath([ROOT, COURSE_ROOT]))
 
 
 class StripGradeTracebacks(NbGraderPreprocessor):
@@ -50,106 +68,27 @@ class StripGradeTracebacks(NbGraderPreprocessor):
         return cell, resources
 
 
-# Errors a grading run writes into a cell it had to give up on: the kernel died in it, or it
-# did not stop when interrupted at the time limit. The report lists the cells by these names.
-KERNEL_DIED, UNSTOPPABLE = "DeadKernelError", "CellTimeoutError"
-TIME_LIMIT_ERRORS = ("KeyboardInterrupt", UNSTOPPABLE)
-TRUNCATED = "[output truncated"  # how a cell's output past the cap is marked
+class KeepLastCopy(NbGraderPreprocessor):
+    """Of several cells with the same grade_id (a student pasted a second copy), keep the last.
 
-
-class GuardedExecute(Execute):
-    """nbgrader's execution, made robust to what a submission can do to its kernel.
-
-    - **Output cap.** A cell printing gigabytes would make the grading process hold all of it in
-      memory; past the cap, outputs are dropped (the cell still runs until the time limit).
-    - **Recovery.** When the kernel dies in a cell (``os._exit``, a crash) or a cell does not
-      stop when interrupted at the time limit (a fork bomb, ``except: pass`` around an endless
-      loop), nbgrader would give up on the whole notebook. Here that cell gets an error saying
-      what happened, a new kernel runs the cells above it again (silently), and execution goes
-      on with the next cell: the submission loses the points of the cells that needed the lost
-      one, and only those. After ``max_restarts`` such cells the rest is not run.
+    nbgrader's own ``DeduplicateIds`` keeps the last too but leaves the others with empty
+    nbgrader metadata, on which its restoring of missing cells then fails (``KeyError:
+    'grade_id'``) and the whole submission goes ungraded. Here the earlier copies become
+    ordinary cells: they still run, nothing of theirs is graded.
     """
 
-    max_output_bytes = Integer(2_000_000, help="output kept per cell, in bytes").tag(config=True)
-    max_restarts = Integer(3, help="new kernels allowed per notebook").tag(config=True)
-
-    def preprocess(self, nb, resources=None, km=None):
-        NotebookClient.__init__(self, nb, km)
-        self.reset_execution_trackers()
-        self._check_assign_resources(resources)
-        cells, lost, start, restarts = self.nb.cells, set(), 0, 0
-        while start < len(cells):
-            current = start
-            try:
-                with self.setup_kernel():
-                    info = self.wait_for_reply(self.kc.kernel_info())
-                    self.nb.metadata["language_info"] = info["content"]["language_info"]
-                    for current in range(start):
-                        if current not in lost and not _time_limited(cells[current]):
-                            self._replay(cells[current])
-                    for current in range(start, len(cells)):
-                        self.preprocess_cell(cells[current], resources, current)
-                    start = len(cells)
-            except (DeadKernelError, CellTimeoutError) as err:
-                died = isinstance(err, DeadKernelError)
-                lost.add(current)
-                cells[current].setdefault("outputs", []).append(_lost_output(died, self.timeout))
-                restarts += 1
-                start = max(start, current + 1)
-                self.km = self.kc = None
-                if restarts > self.max_restarts:
-                    for cell in cells[start:]:
-                        if cell.cell_type == "code":
-                            cell.outputs = [_not_run_output(restarts)]
-                    start = len(cells)
-        self.set_widgets_metadata()
-        return self.nb, self.resources
-
-    def _replay(self, cell) -> None:
-        """Run a cell again in a new kernel to rebuild its state, without recording anything."""
-        if cell.cell_type != "code" or not cell.source.strip():
-            return
-        msg_id = self.kc.execute(cell.source, silent=True, store_history=False, allow_stdin=False)
-        self.wait_for_reply(msg_id, cell)
-
-    def output(self, outs, msg, display_id, cell_index):
-        if self.output_hook_stack[msg["parent_header"].get("msg_id")]:
-            return super().output(outs, msg, display_id, cell_index)
-        size = sum(len(str(o.get("text", ""))) + len(str(o.get("data", ""))) for o in outs)
-        if size <= self.max_output_bytes:
-            out = super().output(outs, msg, display_id, cell_index)
-            if out is None or size + len(str(out.get("text", ""))) <= self.max_output_bytes:
-                return out
-            if out.get("output_type") == "stream":  # one huge message: keep its beginning
-                out["text"] = out["text"][: self.max_output_bytes - size]
-        if not outs or not is_cap_marker(outs[-1]):  # a display, so that no stream absorbs it
-            outs.append(new_output("display_data", data={"text/plain": (
-                f"{TRUNCATED}: this cell printed more than {self.max_output_bytes:,} bytes]")}))
-        return None
-
-
-def is_cap_marker(output) -> bool:
-    """Whether ``output`` is the mark that a cell's output was cut at the cap."""
-    return output.get("output_type") == "display_data" and \
-        str(output.get("data", {}).get("text/plain", "")).startswith(TRUNCATED)
-
-
-def _time_limited(cell) -> bool:
-    return any(o.get("output_type") == "error" and o.get("ename") in TIME_LIMIT_ERRORS
-               for o in cell.get("outputs", []))
-
-
-def _lost_output(died: bool, timeout) -> dict:
-    what = ("the kernel died while running this cell (os._exit, a crash, or out of memory)" if died
-            else f"this cell ran past the time limit ({timeout} s) and did not stop when interrupted")
-    return new_output("error", ename=KERNEL_DIED if died else UNSTOPPABLE,
-                      evalue=what + "; a new kernel ran the cells above again and grading went on",
-                      traceback=[f"{KERNEL_DIED if died else UNSTOPPABLE}: {what}"])
-
-
-def _not_run_output(restarts: int) -> dict:
-    why = f"not run: the kernel had to be restarted {restarts} times in this notebook"
-    return new_output("error", ename="NotRun", evalue=why, traceback=[f"NotRun: {why}"])
+    def preprocess(self, nb, resources):
+        seen = set()
+        for cell in reversed(nb.cells):
+            if not (is_grade(cell) or is_solution(cell) or is_locked(cell)):
+                continue
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id in seen:
+                self.log.warning("Cell %s appears more than once: the last copy is graded", grade_id)
+                del cell.metadata["nbgrader"]
+            else:
+                seen.add(grade_id)
+        return nb, resources
 
 
 class StderrIsNotFailure(NbGraderPreprocessor):
@@ -176,26 +115,48 @@ def offline_feedback(page: Path) -> None:
         page.write_text(cleaned)
 
 
-def configure(c: Config, root: str | Path) -> Config:
-    """Apply the course's nbgrader settings to ``c`` for a course rooted at ``root``."""
+def configure(c: Config, root: str | Path = COURSE_ROOT, exchange: str | Path | None = None) -> Config:
+    """Apply the course's nbgrader settings to ``c`` for the course root ``root``.
+
+    Sources always come from this repository's ``solutions/``. The course root (``grading/``
+    or ``$ATTENTION_COURSE_ROOT``) releases from ``notebooks/``, what students get; any other
+    root (a scratch grading) keeps its own ``release/``, so the committed notebooks are never
+    rewritten.
+    """
     # nbgrader runs the `alembic` command of its own environment; make sure it is found even
     # when that environment's bin/ is not on PATH (e.g. `.venv/bin/python -m ...`).
     bindir = str(Path(sys.executable).parent)
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-    c.CourseDirectory.root = str(Path(root).resolve())
+    root = Path(root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    c.CourseDirectory.root = str(root)
     c.CourseDirectory.course_id = COURSE_ID
-    c.CourseDirectory.source_directory = "solutions"
-    c.CourseDirectory.release_directory = "notebooks"
+    c.CourseDirectory.source_directory = str(ROOT / "solutions")
+    c.CourseDirectory.release_directory = str(ROOT / "notebooks" if root == COURSE_ROOT
+                                              else root / "release")
     # The .py sources sit beside the built notebooks; students get notebooks only.
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py"]
+    if exchange is not None:
+        c.Exchange.root = str(Path(exchange).resolve())
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
     c.Execute.timeout = CELL_TIMEOUT_S
     # After a cell's reply (or its interrupt), the time allowed for its remaining output to
     # arrive. nbclient's 4 s is too short for a cell interrupted while flooding its output on a
     # busy machine: its kernel would be taken for stuck and replaced, losing the cell.
     c.Execute.iopub_timeout = IOPUB_TIMEOUT_S
+    # Kernels never see the hidden tests, the exchange or (through the course root) any
+    # submission or gradebook; see helpers.grading.sandbox.
+    c.GuardedExecute.hidden_paths = [str(ROOT / "solutions"), str(exchange or DEFAULT_EXCHANGE)]
+    c.GuardedExecute.course_root = str(root)
     c.OverwriteCells.add_missing_cells = True
+    c.Autograde.sanitize_preprocessors = [
+        ClearOutput,
+        KeepLastCopy,
+        OverwriteKernelspec,
+        OverwriteCells,
+        CheckCellMetadata,
+    ]
     c.Autograde.autograde_preprocessors = [
         GuardedExecute,
         StderrIsNotFailure,

@@ -1,0 +1,139 @@
+"""What grading writes into the gradebook, and the rules that keep a grade from being lost.
+
+- A score, once recorded, is never replaced by a "could not be graded" zero: a later run that
+  cannot grade a student leaves the earlier score and says so.
+- A submission held for review after the integrity scan keeps its automatic scores; a manual
+  score of 0 on each automatically graded cell overrides them, the notebook is flagged and the
+  reason is written as a comment — all of which the formgrader shows, where the instructor
+  decides. ``restore`` takes the override back in one step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HOLD = "Held for review: "  # how the comments that hold a score at zero begin
+NOT_GRADED = "Not graded: "
+
+
+def gradebook(root: Path):
+    """The course root's gradebook (use as a context manager)."""
+    from nbgrader.api import Gradebook
+
+    from .settings import COURSE_ID
+
+    return Gradebook(f"sqlite:///{Path(root).resolve() / 'gradebook.db'}", course_id=COURSE_ID)
+
+
+def has_score(gb, lesson: str, student: str) -> bool:
+    """Whether ``student`` already has an automatic score recorded for ``lesson``."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        nb = gb.find_submission_notebook(lesson, lesson, student)
+    except MissingEntry:
+        return False
+    return any(g.auto_score is not None for g in nb.grades if g.cell.cell_type == "code")
+
+
+def total(gb, lesson: str, student: str) -> float:
+    """The student's score on the automatically graded cells (manual overrides included)."""
+    nb = gb.find_submission_notebook(lesson, lesson, student)
+    return sum(g.score or 0.0 for g in nb.grades if g.cell.cell_type == "code")
+
+
+def merge(lesson: str, source_root: Path, root: Path, students: list[str]) -> None:
+    """Copy a worker's grades, comments, flags and timestamps into the course root's gradebook.
+
+    Manual scores and comments already in the course root (hand grades, a hold for review)
+    are left as they are: only what the autograder computes is copied.
+    """
+    if not students:
+        return
+    with gradebook(source_root) as src, gradebook(root) as dst:
+        for student in students:
+            done = src.find_submission(lesson, student)
+            dst.update_or_create_student(student)
+            dst.update_or_create_submission(lesson, student, timestamp=done.timestamp)
+            for nb in done.notebooks:
+                for g in nb.grades:
+                    mine = dst.find_grade(g.name, nb.name, lesson, student)
+                    mine.auto_score = g.auto_score
+                    if mine.manual_score is None:
+                        mine.needs_manual_grade = g.needs_manual_grade
+                for c in nb.comments:
+                    dst.find_comment(c.name, nb.name, lesson, student).auto_comment = c.auto_comment
+                dst.find_submission_notebook(nb.name, lesson, student).late_submission_penalty = \
+                    nb.late_submission_penalty
+            dst.db.commit()
+
+
+def record_not_graded(root: Path, lesson: str, student: str, reason: str) -> bool:
+    """A submission that could not be graded: a recorded 0 with the reason, unless the student
+    already has a score, which stays. Returns whether a zero was recorded."""
+    with gradebook(root) as gb:
+        if has_score(gb, lesson, student):
+            return False
+        gb.update_or_create_student(student)
+        submission = gb.update_or_create_submission(lesson, student)
+        for nb in submission.notebooks:
+            for g in nb.grades:
+                if g.cell.cell_type == "code":
+                    g.auto_score, g.needs_manual_grade = 0.0, False
+            for c in nb.comments:
+                c.auto_comment = f"{NOT_GRADED}{reason}."
+        gb.db.commit()
+    return True
+
+
+def hold_for_review(root: Path, lesson: str, student: str, why: str, details: str) -> None:
+    """Override the automatic scores with 0 until the instructor decides; flag the notebook.
+
+    ``why`` is shown to the student (feedback) and the instructor; ``details`` (one finding per
+    line) only to the instructor, in the manual comment of the first answer cell.
+    """
+    with gradebook(root) as gb:
+        nb = gb.find_submission_notebook(lesson, lesson, student)
+        for g in nb.grades:
+            if g.cell.cell_type == "code":
+                g.manual_score, g.needs_manual_grade = 0.0, True
+        nb.flagged = True
+        comments = sorted(nb.comments, key=lambda c: c.cell.id)
+        if comments:
+            comments[0].auto_comment = HOLD + why
+        gb.db.commit()
+    flag(root, lesson, student, details)
+
+
+def flag(root: Path, lesson: str, student: str, details: str) -> None:
+    """Flag a submission for the instructor's look (the formgrader shows the flag); ``details``
+    go to ``<root>/review/<lesson>/<student>.txt``, not into the student's feedback."""
+    with gradebook(root) as gb:
+        nb = gb.find_submission_notebook(lesson, lesson, student)
+        nb.flagged = True
+        gb.db.commit()
+    notes = Path(root) / "review" / lesson
+    notes.mkdir(parents=True, exist_ok=True)
+    (notes / f"{student}.txt").write_text(details.rstrip() + "\n")
+
+
+def is_held(gb, lesson: str, student: str) -> bool:
+    nb = gb.find_submission_notebook(lesson, lesson, student)
+    return any((c.auto_comment or "").startswith(HOLD) for c in nb.comments)
+
+
+def restore(root: Path, lesson: str, student: str) -> float:
+    """Take back a hold for review: the automatic scores count again. Returns the score."""
+    with gradebook(root) as gb:
+        nb = gb.find_submission_notebook(lesson, lesson, student)
+        if not is_held(gb, lesson, student):
+            raise ValueError(f"{student}'s {lesson} is not held for review")
+        for g in nb.grades:
+            if g.cell.cell_type == "code" and g.manual_score == 0.0:
+                g.manual_score, g.needs_manual_grade = None, False
+        for c in nb.comments:
+            if (c.auto_comment or "").startswith(HOLD):
+                c.auto_comment = None
+        nb.flagged = False
+        gb.db.commit()
+        return total(gb, lesson, student)

@@ -1,0 +1,247 @@
+"""An instructor's day, with real nbgrader, real kernels, a real Jupyter server and real files:
+one course root that `make grade`, nbgrader's own commands and the formgrader all share; the
+sandbox on every path that runs students' code; hand grades that reach the export and the
+feedback without running anything again; holds for review that the formgrader shows and one
+command takes back.
+
+The course root is a temporary folder given to every command through ATTENTION_COURSE_ROOT,
+so a grading machine's real gradebook is never touched by the tests."""
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import ROOT
+
+from helpers.grading import records
+from helpers.grading.autograde import fill_notebook, grade_class, solution_answers
+
+LESSON = "02_attention_lookup"
+FULL = 13.0
+NBGRADER = str(Path(sys.executable).parent / "nbgrader")
+JUPYTER = str(Path(sys.executable).parent / "jupyter")
+SECRET_LINE = "### BEGIN HIDDEN TESTS"
+
+# Tries to read what a kernel must never see and says what it reached.
+SNOOP = '''
+import socket
+def _probe(what, action):
+    try:
+        data = action()
+        print(what, "REACHED", str(data)[:80].replace(chr(10), " "))
+    except Exception as err:
+        print(what, "blocked:", type(err).__name__)
+_probe("solutions", lambda: open({solutions!r}).read())
+_probe("gradebook", lambda: open({gradebook!r}, "rb").read(64))
+_probe("classmate", lambda: open({classmate!r}).read())
+_probe("network", lambda: socket.create_connection(("10.255.255.1", 80), timeout=2))
+_probe("write outside", lambda: open({outside!r}, "w").write("x"))
+'''
+# An honest learner's habits: none of this is tampering.
+MAGICS = "%load_ext autoreload\n%autoreload 2\n%matplotlib inline\n!pip install numpy\n"
+# Each run of the notebook adds a line to runs.txt in the kernel's folder.
+COUNTER = "with open('runs.txt', 'a') as _f:\n    _f.write('ran\\n')\n"
+PATCHER = "np.allclose = lambda *a, **k: True\n"
+# Touches the kernel's shell: tampering by the rules, though it changes no result.
+HOOKER = "get_ipython().events.register('post_run_cell', lambda *args: None)\n"
+
+
+def _write(folder: Path, student: str, nb) -> None:
+    path = folder / student / LESSON / f"{LESSON}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def _env(root: Path) -> dict:
+    return {**os.environ, "ATTENTION_COURSE_ROOT": str(root),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory, built_solutions):
+    tmp = tmp_path_factory.mktemp("workflow")
+    root, subs = tmp / "course", tmp / "downloads"
+    full = solution_answers(LESSON)
+    snoop = SNOOP.format(solutions=str(ROOT / "solutions" / LESSON / f"{LESSON}.py"),
+                         gradebook=str(root / "gradebook.db"),
+                         classmate=str(root / "submitted" / "alice" / LESSON / f"{LESSON}.ipynb"),
+                         outside=str(tmp / "pwned.txt"))
+    _write(subs, "alice", fill_notebook(LESSON, {**full, "quiz_1": full["quiz_1"] + "\n" + COUNTER}))
+    _write(subs, "habits", fill_notebook(LESSON, {**full, "softmax": MAGICS + full["softmax"]}))
+    _write(subs, "snooper", fill_notebook(LESSON, {**full, "quiz_1": full["quiz_1"] + "\n" + snoop}))
+    _write(subs, "patcher", fill_notebook(LESSON, {**full, "softmax": full["softmax"] + "\n" + PATCHER}))
+    _write(subs, "hooker", fill_notebook(LESSON, {**full, "quiz_1": full["quiz_1"] + "\n" + HOOKER}))
+    _write(subs, "blank", fill_notebook(LESSON, {}))
+    pasted = fill_notebook(LESSON, full)  # a second copy of a graded answer cell, pasted above
+    cell = next(c for c in pasted.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "softmax")
+    copy = nbformat.from_dict(json.loads(json.dumps(cell)))
+    copy.id, copy.source = "pasted-copy", "def softmax(x, axis=-1):\n    return x  # first try\n"
+    pasted.cells.insert(pasted.cells.index(cell), copy)
+    _write(subs, "paster", pasted)
+    report = grade_class(LESSON, subs, root, workers=2, timeout=60)
+    return root, subs, report, tmp
+
+
+def test_scores_of_the_class(course):
+    _, _, report, _ = course
+    assert report.graded["alice"] == FULL
+    assert report.graded["habits"] == FULL, "an honest learner's magics must not cost points"
+    assert report.graded["paster"] == FULL, "a pasted copy of an answer cell: the last copy counts"
+    assert report.graded["blank"] == 0
+    # patched a comparison; hooked the kernel's shell; read hidden files
+    assert sorted(report.zeroed) == ["hooker", "patcher", "snooper"]
+    assert not report.failed and not report.machinery
+
+
+def test_nbgrader_commands_from_the_repository_root_see_the_same_gradebook(course):
+    root = course[0]
+    out = subprocess.run([NBGRADER, "db", "student", "list"], cwd=ROOT, env=_env(root),
+                         capture_output=True, text=True, check=True)
+    for student in ("alice", "habits", "snooper", "patcher", "blank", "paster"):
+        assert student in out.stdout + out.stderr
+    assert not (ROOT / "gradebook.db").exists() or (ROOT / "gradebook.db").stat().st_size == 0 or \
+        "alice" not in (ROOT / "gradebook.db").read_bytes().decode(errors="ignore")
+
+
+def test_plain_nbgrader_autograde_runs_in_the_sandbox(course):
+    root = course[0]
+    proc = subprocess.run([NBGRADER, "autograde", LESSON, "--student", "snooper", "--force"],
+                          cwd=ROOT, env=_env(root), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    nb = nbformat.read(root / "autograded" / "snooper" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "solutions blocked" in text and "gradebook blocked" in text and "classmate blocked" in text
+    assert "network blocked" in text and "write outside blocked" in text
+    assert "REACHED" not in text and SECRET_LINE not in text
+    assert not (course[3] / "pwned.txt").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def formgrader(course):
+    """A real Jupyter server on the repository, as `make formgrader` starts it."""
+    root = course[0]
+    port, token = _free_port(), "workflow-test"
+    server = subprocess.Popen(
+        [JUPYTER, "server", f"--port={port}", "--ip=127.0.0.1", "--no-browser", "--allow-root",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={os.path.commonpath([ROOT, root])}"],
+        cwd=ROOT, env=_env(root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def call(path, method="GET", body=None, timeout=120):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read() or b"null")
+
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            call("/formgrader/api/status")
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"the Jupyter server did not start: {server.stderr.read()[-2000:]}")
+            time.sleep(0.5)
+    yield call
+    server.terminate()
+    server.wait(20)
+
+
+def test_the_formgrader_lists_every_submission_with_its_autograde(course, formgrader):
+    subs = {s["student"]: s for s in formgrader(f"/formgrader/api/submissions/{LESSON}")}
+    assert set(subs) >= {"alice", "habits", "snooper", "patcher", "blank", "paster"}
+    assert subs["alice"]["autograded"] and subs["alice"]["code_score"] == FULL
+    assert subs["patcher"]["code_score"] == 0  # held at zero for review ...
+    notebooks = formgrader(f"/formgrader/api/submitted_notebooks/{LESSON}/{LESSON}")
+    flagged = {n["student"]: n["flagged"] for n in notebooks}
+    assert flagged["patcher"] and not flagged["blank"]  # ... and flagged, where the instructor looks
+
+
+def test_a_hand_grade_reaches_the_export_and_the_feedback_without_rerunning(course, formgrader):
+    root = course[0]
+    alice = next(n for n in formgrader(f"/formgrader/api/submitted_notebooks/{LESSON}/{LESSON}")
+                 if n["student"] == "alice")
+    grades = formgrader(f"/formgrader/api/grades?submission_id={alice['id']}")
+    free_text = next(g for g in grades if g["name"] == "why_rows")
+    formgrader(f"/formgrader/api/grade/{free_text['id']}", "PUT", {"manual_score": 2})
+    comments = formgrader(f"/formgrader/api/comments?submission_id={alice['id']}")
+    note = next(c for c in comments if c["name"] == "why_rows")
+    formgrader(f"/formgrader/api/comment/{note['id']}", "PUT",
+               {"manual_comment": "Clear reasoning about the rows."})
+
+    out = root / "export.csv"
+    subprocess.run([NBGRADER, "export", "--to", str(out)], cwd=ROOT, env=_env(root),
+                   capture_output=True, check=True)
+    rows = {r["student_id"]: r for r in csv.DictReader(out.open())}
+    assert float(rows["alice"]["score"]) == FULL + 2
+
+    proc = subprocess.run([sys.executable, "-m", "helpers.grading.autograde", LESSON, "--feedback",
+                           "--zip"], cwd=ROOT, env=_env(root), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = (root / "feedback" / "alice" / LESSON / f"{LESSON}.html").read_text()
+    assert "Clear reasoning about the rows." in page
+    assert SECRET_LINE not in page
+    runs = root / "autograded" / "alice" / LESSON / "runs.txt"
+    assert runs.read_text().count("ran") == 1, "feedback must not run the notebook again"
+    assert (root / "return" / LESSON / f"alice_{LESSON}_feedback.zip").exists()
+
+
+def test_the_formgrader_autograde_button_runs_in_the_sandbox(course, formgrader):
+    root = course[0]
+    result = formgrader(f"/formgrader/api/submission/{LESSON}/snooper/autograde", "POST", {})
+    assert result["success"], result
+    nb = nbformat.read(root / "autograded" / "snooper" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "solutions blocked" in text and "REACHED" not in text
+
+
+def test_a_hold_for_review_is_explained_to_the_student_and_taken_back_in_one_command(course):
+    root = course[0]
+    page = (root / "feedback" / "hooker" / LESSON / f"{LESSON}.html").read_text()
+    assert records.HOLD.strip() in page and ".csv" not in page
+    proc = subprocess.run([sys.executable, "-m", "helpers.grading.autograde", LESSON, "--restore",
+                           "hooker"], cwd=ROOT, env=_env(root), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    with records.gradebook(root) as gb:
+        restored = records.total(gb, LESSON, "hooker")
+        assert not gb.find_submission_notebook(LESSON, LESSON, "hooker").flagged
+    assert restored == FULL  # its answers are right; the hook changed no result
+
+
+def test_regrading_one_student_leaves_the_others_alone(course):
+    root, subs, _, _ = course
+    with records.gradebook(root) as gb:
+        before = {s: records.total(gb, LESSON, s) for s in ("alice", "habits", "blank")}
+    stamp = (root / "autograded" / "alice" / LESSON / f"{LESSON}.ipynb").stat().st_mtime
+    _write(subs, "blank", fill_notebook(LESSON, solution_answers(LESSON)))  # sends it again, done
+    report = grade_class(LESSON, subs, root, workers=1, timeout=60, only=["blank"])
+    assert set(report.graded) == {"blank"} and report.graded["blank"] == FULL
+    with records.gradebook(root) as gb:
+        after = {s: records.total(gb, LESSON, s) for s in ("alice", "habits")}
+    assert after == {s: before[s] for s in after}
+    assert (root / "autograded" / "alice" / LESSON / f"{LESSON}.ipynb").stat().st_mtime == stamp
+
+
+def test_an_earlier_score_is_never_replaced_by_a_could_not_be_graded_zero(course):
+    root, subs, _, _ = course
+    (subs / "habits" / LESSON / f"{LESSON}.ipynb").write_text('{"cells": [')  # a broken upload
+    report = grade_class(LESSON, subs, root, workers=1, timeout=60, only=["habits"])
+    assert "habits" in report.failed and "habits" in report.kept
+    assert "earlier score is kept" in "\n".join(report.lines())
+    with records.gradebook(root) as gb:
+        assert records.total(gb, LESSON, "habits") == FULL
