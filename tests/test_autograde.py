@@ -74,9 +74,19 @@ def test_summary_counts_who_passed_each_grade_cell(graded_class):
     root, _ = graded_class
     rows = {r["grade_cell"]: r for r in csv.DictReader((root / f"summary_{LESSON}.csv").open())}
     assert set(rows) >= {"softmax_tests", "attention_tests", "self_attention_tests", "quiz_1_check"}
-    total = sum(int(rows["softmax_tests"][k]) for k in ("full", "partial", "zero", "by hand"))
-    assert total == 9  # every submission, the ungradable ones included
-    assert int(rows["quiz_1_check"]["zero"]) >= 6  # blank, corrupt, empty, crasher, looper, stubborn
+    kinds = ("full", "partial", "wrong", "blank", "by hand", "unreadable", "zeroed", "not graded")
+    total = sum(int(rows["softmax_tests"][k]) for k in kinds)
+    assert total == 9  # every submission, the ungradable ones included, each counted once
+    quiz = rows["quiz_1_check"]
+    assert int(quiz["unreadable"]) == 2  # corrupt, empty: not counted as wrong answers
+    assert int(quiz["blank"]) >= 1  # the blank notebook
+    assert int(quiz["wrong"]) >= 3  # crasher, looper, stubborn lost exactly this cell
+    mistakes = {(r["grade_cell"], r["mistake"]): r for r in
+                csv.DictReader((root / f"mistakes_{LESSON}.csv").open())}
+    # their answer cell was lost, so the check finds no answer
+    assert mistakes[("quiz_1_check", "raised NameError")]["students"].split() == \
+        ["crasher", "looper", "stubborn"]
+    assert (root / f"mistakes_{LESSON}.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_feedback_is_offline_and_hides_hidden_tests(graded_class):

@@ -245,3 +245,34 @@ def test_an_earlier_score_is_never_replaced_by_a_could_not_be_graded_zero(course
     assert "earlier score is kept" in "\n".join(report.lines())
     with records.gradebook(root) as gb:
         assert records.total(gb, LESSON, "habits") == FULL
+
+
+def _broken_environment(folder: Path) -> dict:
+    """An environment in which no kernel can start: ipykernel fails to import."""
+    (folder / "ipykernel").mkdir(parents=True)
+    (folder / "ipykernel" / "__init__.py").write_text("raise ImportError('ipykernel broken on purpose')\n")
+    return {"PYTHONPATH": str(folder)}
+
+
+def test_a_broken_environment_stops_grading_and_touches_no_score(course, tmp_path):
+    root, subs, _, _ = course
+    with records.gradebook(root) as gb:
+        before = {s.student.id: s.score for s in gb.assignment_submissions(LESSON)}
+    proc = subprocess.run([sys.executable, "-m", "helpers.grading.autograde", LESSON, str(subs)],
+                          cwd=ROOT, env={**_env(root), **_broken_environment(tmp_path)},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "STOPPED before grading" in proc.stderr and "No score was changed" in proc.stderr
+    assert "ipykernel broken on purpose" in proc.stderr  # the real error, for the instructor
+    with records.gradebook(root) as gb:
+        assert {s.student.id: s.score for s in gb.assignment_submissions(LESSON)} == before
+
+
+def test_a_worker_whose_kernels_cannot_start_grades_no_one(course, tmp_path):
+    root = course[0]
+    proc = subprocess.run([sys.executable, "-m", "helpers.grading.autograde", "--worker", LESSON,
+                           str(root), "--timeout", "30", "--students", "alice", "blank"],
+                          cwd=ROOT, env={**_env(root), **_broken_environment(tmp_path)},
+                          capture_output=True, text=True, timeout=300)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["outcome"] == {} and "did not start" in result["machinery"]

@@ -22,7 +22,6 @@ recorded zero; the others are graded regardless.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import shutil
@@ -63,6 +62,7 @@ class ClassReport:
     kept: list[str] = field(default_factory=list)  # could not be graded now: earlier score kept
     machinery: str = ""  # why the grading machinery stopped, if it did
     not_reached: list[str] = field(default_factory=list)  # left ungraded when the machinery stopped
+    mistakes: list[str] = field(default_factory=list)  # per exercise, the mistakes most made
 
     def lines(self) -> list[str]:
         n = len(self.graded) + len(self.failed)
@@ -84,6 +84,9 @@ class ClassReport:
         out += [f"  {s}: ran into the {'; the '.join(hits)}" for s, hits in sorted(self.limited.items())]
         out += [f"  {line}" for line in self.imported]
         out += [f"  not imported: {f}: {why}" for f, why in self.skipped]
+        if self.mistakes:
+            out.append("  what the class got wrong (mistakes_" + self.lesson + ".csv, .png):")
+            out += [f"    {line}" for line in self.mistakes]
         flagged = {s: f for s, f in self.integrity.items() if f}
         if flagged:
             out.append(f"  integrity scan: {len(flagged)} submission(s) to review "
@@ -447,7 +450,11 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
         write_feedback(lesson, root, graded_now)
         for student, why in report.failed.items():
             not_graded_page(lesson, root, student, why, kept=student in report.kept)
-    export(lesson, root)
+    status = {s: "graded" for s in [*report.graded, *report.kept]} | \
+        {s: "zeroed" for s in report.zeroed} | \
+        {s: "unreadable" for s in report.failed if s not in report.kept} | \
+        {s: "not graded" for s in report.not_reached}
+    report.mistakes = export(lesson, root, status)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -504,36 +511,19 @@ def return_zips(lesson: str, root: Path = COURSE_ROOT) -> list[Path]:
     return zips
 
 
-def export(lesson: str, root: Path) -> tuple[Path, Path]:
-    """``grades.csv`` (nbgrader's export) and ``summary.csv``: per grade cell, how many passed."""
-    from nbgrader.api import Gradebook
+def export(lesson: str, root: Path, status: dict[str, str]) -> list[str]:
+    """``grades.csv`` (nbgrader's export of the whole gradebook) and, for the students of this
+    run, ``summary_<lesson>.csv``, ``mistakes_<lesson>.csv`` and ``mistakes_<lesson>.png``
+    (``helpers.grading.mistakes``); returns the report's lines on the mistakes."""
     from nbgrader.plugins import CsvExportPlugin
 
-    api = course_api(root)
-    grades_csv, summary_csv = Path(root) / "grades.csv", Path(root) / f"summary_{lesson}.csv"
-    with Gradebook(api.coursedir.db_url, course_id=api.coursedir.course_id) as gb:
-        CsvExportPlugin(to=str(grades_csv)).export(gb)
-        cells = sorted(gb.find_notebook(lesson, lesson).grade_cells, key=lambda c: c.name)
-        rows = []
-        for cell in cells:
-            counts = {"full": 0, "partial": 0, "zero": 0, "by hand": 0}
-            for sub in gb.notebook_submissions(lesson, lesson):
-                g = gb.find_grade(cell.name, lesson, lesson, sub.student.id)
-                if g.auto_score is None:
-                    counts["by hand"] += 1
-                elif g.auto_score >= cell.max_score:
-                    counts["full"] += 1
-                elif g.auto_score > 0:
-                    counts["partial"] += 1
-                else:
-                    counts["zero"] += 1
-            rows.append({"grade_cell": cell.name, "points": cell.max_score, **counts})
-    with summary_csv.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["grade_cell", "points", "full", "partial", "zero",
-                                               "by hand"])
-        writer.writeheader()
-        writer.writerows(rows)
-    return grades_csv, summary_csv
+    from .mistakes import class_tables, mistakes_lines, write_class_report
+
+    with records.gradebook(root) as gb:
+        CsvExportPlugin(to=str(Path(root) / "grades.csv")).export(gb)
+    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
+    write_class_report(root, lesson, status, released)
+    return mistakes_lines(class_tables(root, lesson, status, released))
 
 
 def benchmark(lesson: str, n: int, workers: int = 2) -> list[tuple[str, float]]:
