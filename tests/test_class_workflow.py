@@ -122,6 +122,9 @@ def test_plain_nbgrader_autograde_runs_in_the_sandbox(course):
     assert "network blocked" in text and "write outside blocked" in text
     assert "REACHED" not in text and SECRET_LINE not in text
     assert not (course[3] / "pwned.txt").exists()
+    with records.gradebook(root) as gb:  # its answers are right, but it reached for hidden files
+        assert records.total(gb, LESSON, "snooper") == 0 and records.is_held(gb, LESSON, "snooper")
+        assert gb.find_submission_notebook(LESSON, LESSON, "snooper").flagged
 
 
 def _free_port() -> int:

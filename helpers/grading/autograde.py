@@ -83,11 +83,10 @@ class ClassReport:
                 for s, cells in sorted(self.crashed.items())]
         out += [f"  {s}: ran into the {'; the '.join(hits)}" for s, hits in sorted(self.limited.items())]
         out += [f"  {line}" for line in self.imported]
-        out += [f"  not imported: {f}: {why}" for f, why in self.skipped]
         if self.mistakes:
             out.append("  what the class got wrong (mistakes_" + self.lesson + ".csv, .png):")
             out += [f"    {line}" for line in self.mistakes]
-        flagged = {s: f for s, f in self.integrity.items() if f}
+        flagged = {s: f for s, f in self.integrity.items() if f and s not in self.failed}
         if flagged:
             out.append(f"  integrity scan: {len(flagged)} submission(s) to review "
                        f"({len(self.zeroed)} zeroed for tampering)")
@@ -393,7 +392,8 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
     imported = import_submissions(lesson, submissions, root, pattern, keep_latest=keep_latest, tz=tz)
     students, report.skipped, report.imported = imported.students, imported.skipped, imported.lines()
     if only:
-        report.skipped += [(s, "not among the students asked for") for s in students if s not in only]
+        report.imported += [f"  {s}: left as it is (not among the students asked for)"
+                            for s in students if s not in only]
         missing = sorted(set(only) - set(students))
         if missing:
             raise ValueError(f"no submission of {', '.join(missing)} in {submissions}")

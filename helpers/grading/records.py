@@ -10,19 +10,30 @@
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from pathlib import Path
 
 HOLD = "Held for review: "  # how the comments that hold a score at zero begin
 NOT_GRADED = "Not graded: "
 
 
+@contextlib.contextmanager
 def gradebook(root: Path):
-    """The course root's gradebook (use as a context manager)."""
+    """The course root's gradebook, as a context manager.
+
+    nbgrader's own code makes SQLAlchemy warn about objects "not in session" when a student or
+    submission is created; the warning is harmless and would bury the grading report.
+    """
     from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning
 
     from .settings import COURSE_ID
 
-    return Gradebook(f"sqlite:///{Path(root).resolve() / 'gradebook.db'}", course_id=COURSE_ID)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SAWarning)
+        with Gradebook(f"sqlite:///{Path(root).resolve() / 'gradebook.db'}", course_id=COURSE_ID) as gb:
+            yield gb
 
 
 def has_score(gb, lesson: str, student: str) -> bool:
@@ -45,8 +56,8 @@ def total(gb, lesson: str, student: str) -> float:
 def merge(lesson: str, source_root: Path, root: Path, students: list[str]) -> None:
     """Copy a worker's grades, comments, flags and timestamps into the course root's gradebook.
 
-    Manual scores and comments already in the course root (hand grades, a hold for review)
-    are left as they are: only what the autograder computes is copied.
+    Hand grades already in the course root are left as they are: only what grading computes is
+    copied — automatic scores, automatic comments, and whether the submission is held for review.
     """
     if not students:
         return
@@ -55,16 +66,21 @@ def merge(lesson: str, source_root: Path, root: Path, students: list[str]) -> No
             done = src.find_submission(lesson, student)
             dst.update_or_create_student(student)
             dst.update_or_create_submission(lesson, student, timestamp=done.timestamp)
+            held = is_held(src, lesson, student)
+            was_held = is_held(dst, lesson, student)
             for nb in done.notebooks:
                 for g in nb.grades:
                     mine = dst.find_grade(g.name, nb.name, lesson, student)
                     mine.auto_score = g.auto_score
-                    if mine.manual_score is None:
+                    if g.cell.cell_type == "code" and (held or was_held):
+                        mine.manual_score, mine.needs_manual_grade = g.manual_score, g.needs_manual_grade
+                    elif mine.manual_score is None:
                         mine.needs_manual_grade = g.needs_manual_grade
                 for c in nb.comments:
                     dst.find_comment(c.name, nb.name, lesson, student).auto_comment = c.auto_comment
-                dst.find_submission_notebook(nb.name, lesson, student).late_submission_penalty = \
-                    nb.late_submission_penalty
+                mine_nb = dst.find_submission_notebook(nb.name, lesson, student)
+                mine_nb.late_submission_penalty = nb.late_submission_penalty
+                mine_nb.flagged = nb.flagged or (mine_nb.flagged and not was_held)
             dst.db.commit()
 
 
@@ -118,7 +134,13 @@ def flag(root: Path, lesson: str, student: str, details: str) -> None:
 
 
 def is_held(gb, lesson: str, student: str) -> bool:
-    nb = gb.find_submission_notebook(lesson, lesson, student)
+    """Whether the student's score for ``lesson`` is held at zero for review."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        nb = gb.find_submission_notebook(lesson, lesson, student)
+    except MissingEntry:
+        return False
     return any((c.auto_comment or "").startswith(HOLD) for c in nb.comments)
 
 

@@ -91,6 +91,36 @@ class KeepLastCopy(NbGraderPreprocessor):
         return nb, resources
 
 
+class HoldTampering(NbGraderPreprocessor):
+    """After the scores are saved: scan the submission as the student sent it
+    (``helpers.grading.integrity``) and hold it at zero for review when it tampers with grading,
+    on every path that autogrades (``make grade``, ``nbgrader autograde``, the formgrader). A
+    hold of an earlier, tampering version is taken back when the new one is clean."""
+
+    def preprocess(self, nb, resources):
+        from . import integrity, records
+
+        info = resources["nbgrader"]
+        root = Path(info["db_url"][len("sqlite:///"):]).parent
+        lesson, student = info["assignment"], info["student"]
+        submitted = root / "submitted" / student / lesson / f"{info['notebook']}.ipynb"
+        released = ROOT / "notebooks" / lesson / f"{info['notebook']}.ipynb"
+        if not (submitted.exists() and released.exists()):
+            return nb, resources
+        findings = integrity.scan_notebook(submitted, released)
+        if integrity.is_tampering(findings):
+            records.hold_for_review(root, lesson, student, integrity.explain(findings),
+                                    integrity.summarise(findings))
+            self.log.warning("%s is held at zero for review: %s", student,
+                             "; ".join(integrity.review_lines(findings)))
+        else:
+            with records.gradebook(root) as gb:
+                held = records.is_held(gb, lesson, student)
+            if held:
+                records.restore(root, lesson, student)
+        return nb, resources
+
+
 class StderrIsNotFailure(NbGraderPreprocessor):
     """In grade cells, turn stderr text into stdout before scoring.
 
@@ -164,6 +194,7 @@ def configure(c: Config, root: str | Path = COURSE_ROOT, exchange: str | Path | 
         ClearMetadataPreprocessor,
         LimitOutput,
         SaveAutoGrades,
+        HoldTampering,
         AssignLatePenalties,
         CheckCellMetadata,
     ]
