@@ -6,10 +6,12 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from notebook_cells import notebook
 
 from helpers import block as ref
 from helpers.attention import scaled_dot_product_attention
 from helpers.checks.block import check_encoder_block, check_feed_forward, check_layer_norm
+from helpers.checks.core import CheckFailed
 
 # ---------------------------------------------------------------- layer_norm
 
@@ -29,7 +31,12 @@ def ln_second_moment(x, gamma, beta, eps=1e-5):
     return gamma * ((x - mean) / (var + eps) ** 0.5) + beta
 
 
-@pytest.mark.parametrize("fn", [ref.layer_norm, ln_builtin, ln_var_mean, ln_second_moment])
+def ln_float32(x, gamma, beta, eps=1e-5):
+    """Statistics and normalisation in float32 (mixed-precision style), cast back to x's dtype."""
+    return F.layer_norm(x.float(), x.shape[-1:], gamma.float(), beta.float(), eps).to(x.dtype)
+
+
+@pytest.mark.parametrize("fn", [ref.layer_norm, ln_builtin, ln_var_mean, ln_second_moment, ln_float32])
 def test_layer_norm_check_passes_correct_variants(fn, capsys):
     check_layer_norm(fn)
     check_layer_norm(fn, seed=3, shape=(1, 1, 4), verbose=False)
@@ -97,11 +104,21 @@ def ffn_clamp(x, w1, b1, w2, b2):
     return torch.einsum("...f,fd->...d", h, w2) + b2
 
 
-@pytest.mark.parametrize("fn", [ref.feed_forward, ffn_linear, ffn_clamp])
+def ffn_float32(x, w1, b1, w2, b2):
+    return ref.feed_forward(*(t.float() for t in (x, w1, b1, w2, b2))).to(x.dtype)
+
+
+@pytest.mark.parametrize("fn", [ref.feed_forward, ffn_linear, ffn_clamp, ffn_float32])
 def test_feed_forward_check_passes_correct_variants(fn, capsys):
     check_feed_forward(fn)
     check_feed_forward(fn, seed=5, shape=(7, 3), d_ff=1, verbose=False)
     assert "✓" in capsys.readouterr().out
+
+
+def test_feed_forward_check_allows_float32_rounding_of_outputs_near_zero():
+    """An output near 0 is a sum of 32 terms as large as 60: float32 leaves ~1e-5 of them."""
+    for seed in range(40):
+        check_feed_forward(ffn_float32, seed=seed, shape=(4, 6, 8), d_ff=32, verbose=False)
 
 
 @pytest.mark.parametrize("fn, message", [
@@ -170,7 +187,13 @@ def block_head_loop(x, params, n_heads, norm_first=True, mask=None):
     return ln(h + ffn(h), 2)
 
 
-@pytest.mark.parametrize("fn", [ref.encoder_block, block_with_torch_sdpa, block_head_loop])
+def block_float32(x, params, n_heads, norm_first=True, mask=None):
+    """The whole layer in float32, as a model's default dtype would run it, cast back to x's dtype."""
+    p32 = {key: value.float() if torch.is_tensor(value) else value for key, value in params.items()}
+    return ref.encoder_block(x.float(), p32, n_heads, norm_first, mask).to(x.dtype)
+
+
+@pytest.mark.parametrize("fn", [ref.encoder_block, block_with_torch_sdpa, block_head_loop, block_float32])
 def test_encoder_block_check_passes_correct_variants(fn, capsys):
     check_encoder_block(fn)
     check_encoder_block(fn, seed=7, batch=2, length=6, d_model=12, n_heads=3, d_ff=20, verbose=False)
@@ -246,3 +269,64 @@ def test_encoder_block_check_writes_no_warnings(recwarn, capsys):
     check_encoder_block(ref.encoder_block, verbose=False)
     assert not recwarn.list
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- one mistake, one charge
+
+# A learner's notebook: layer_norm with the unbiased variance, feed_forward with GELU, and an
+# encoder_block that is right but calls both (and the course's scaled_dot_product_attention).
+NOTEBOOK = """
+import torch
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    return gamma * (x - mean) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps) + beta
+
+def feed_forward(x, w1, b1, w2, b2):
+    return torch.nn.functional.gelu(x @ w1 + b1) @ w2 + b2
+
+def encoder_block(x, params, n_heads, norm_first=True, mask=None):
+    B, T, D = x.shape
+    p = params
+
+    def attend(h):
+        q, k, v = ((h @ p[f"w_{n}"] + p[f"b_{n}"]).reshape(B, T, n_heads, -1).transpose(1, 2) for n in "qkv")
+        out, _ = scaled_dot_product_attention(q, k, v, mask)
+        return out.transpose(1, 2).reshape(B, T, D) @ p["w_o"] + p["b_o"]
+
+    def ln(h, i):
+        return layer_norm(h, p[f"ln{i}_gamma"], p[f"ln{i}_beta"], p["eps"])
+
+    def ffn(h):
+        return feed_forward(h, p["w1"], p["b1"], p["w2"], p["b2"])
+
+    if norm_first:
+        x = x + attend(ln(x, 1))
+        return x + ffn(ln(x, 2))
+    x = ln(x + attend(x), 1)
+    return ln(x + ffn(x), 2)
+"""
+
+
+def test_encoder_block_is_checked_with_the_course_layer_norm_and_feed_forward(capsys):
+    nb = notebook(NOTEBOOK, scaled_dot_product_attention=scaled_dot_product_attention)
+    learners = nb["layer_norm"], nb["feed_forward"]
+    with pytest.raises(CheckFailed, match="unbiased variance"):
+        check_layer_norm(nb["layer_norm"])
+    with pytest.raises(CheckFailed, match="GELU"):
+        check_feed_forward(nb["feed_forward"])
+    block = nb["encoder_block"]
+    with pytest.raises(CheckFailed):  # with the learner's layer_norm and feed_forward: charged again
+        check_encoder_block.__wrapped__(block)
+    check_encoder_block(block)
+    out = capsys.readouterr().out
+    assert "costs points only in layer_norm_tests or feed_forward_tests" in out and "✓" in out
+    assert (nb["layer_norm"], nb["feed_forward"]) == learners
+
+
+def test_a_wrong_encoder_block_still_fails_with_the_course_layer_norm_and_feed_forward():
+    nb = notebook(NOTEBOOK.replace("if norm_first:", "if not norm_first:"),
+                  scaled_dot_product_attention=scaled_dot_product_attention)
+    block = nb["encoder_block"]
+    with pytest.raises(CheckFailed, match="post-norm"):
+        check_encoder_block(block)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from notebook_cells import notebook
 
 from helpers import cost as ref
 from helpers.checks.core import CheckFailed
@@ -82,7 +83,13 @@ def share_simplified(n, d_model, d_ff):
     return np.float64(n) / (n + 2 * d_model + d_ff)  # divide through by 2·n·d
 
 
-@pytest.mark.parametrize("fn", [ref.score_share, share_in_one_line, share_simplified])
+def share_torch_float32(n, d_model, d_ff):
+    """The four counts in a float32 tensor (torch's default): right to about 1e-7."""
+    macs = torch.tensor(list(ref.layer_macs(n, d_model, d_ff).values()), dtype=torch.float32)
+    return float((macs[1] + macs[2]) / macs.sum())
+
+
+@pytest.mark.parametrize("fn", [ref.score_share, share_in_one_line, share_simplified, share_torch_float32])
 def test_score_share_check_passes_correct_variants(fn):
     check_score_share(fn)
     check_score_share(fn, seed=4, verbose=False)
@@ -152,8 +159,13 @@ def online_float64_inside(q, k, v, block_size=64):
     return out.to(q.dtype)
 
 
+def online_float32_inside(q, k, v, block_size=64):
+    out = ref.online_softmax_attention(q.float(), k.float(), v.float(), block_size)
+    return out.to(q.dtype)
+
+
 @pytest.mark.parametrize("fn", [ref.online_softmax_attention, online_normalised_output, online_logsumexp,
-                                online_float64_inside])
+                                online_float64_inside, online_float32_inside])
 def test_online_check_passes_correct_variants(fn, capsys):
     check_online_softmax_attention(fn)
     check_online_softmax_attention(fn, seed=3, batch=(), n_q=2, n_k=13, d=5, d_v=7, verbose=False)
@@ -266,3 +278,37 @@ def test_checks_write_nothing_to_stderr(capsys):
     with pytest.raises(CheckFailed):
         check_online_softmax_attention(online_no_max)
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- one mistake, one charge
+
+# A learner's notebook: layer_macs counts the scores as n·d² (the projections' shape), and
+# score_share is right but calls it.
+NOTEBOOK = """
+def layer_macs(n, d_model, d_ff):
+    return {"projections": 4 * n * d_model * d_model, "scores": n * d_model * d_model,
+            "mix": n * n * d_model, "ffn": 2 * n * d_model * d_ff}
+
+def score_share(n, d_model, d_ff):
+    macs = layer_macs(n, d_model, d_ff)
+    return (macs["scores"] + macs["mix"]) / sum(macs.values())
+"""
+
+
+def test_score_share_is_checked_with_the_course_layer_macs(capsys):
+    nb = notebook(NOTEBOOK)
+    learners = nb["layer_macs"]
+    with pytest.raises(CheckFailed):
+        check_layer_macs(learners)
+    with pytest.raises(CheckFailed):  # with the learner's layer_macs: charged a second time
+        check_score_share.__wrapped__(nb["score_share"])
+    check_score_share(nb["score_share"])
+    out = capsys.readouterr().out
+    assert "costs points only in layer_macs_tests" in out and "✓" in out
+    assert nb["layer_macs"] is learners
+
+
+def test_a_wrong_score_share_still_fails_with_the_course_layer_macs():
+    nb = notebook(NOTEBOOK.replace('(macs["scores"] + macs["mix"])', '100 * (macs["scores"] + macs["mix"])'))
+    with pytest.raises(CheckFailed, match="percentage"):
+        check_score_share(nb["score_share"])

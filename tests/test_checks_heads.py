@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from notebook_cells import notebook
 
 from helpers import heads as ref
 from helpers.checks.core import CheckFailed
@@ -122,7 +123,14 @@ def mha_via_sdpa_einsum(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
     return torch.einsum("bhqk,bhkd->bqhd", w, v).reshape(B, T_q, D) @ w_o, w
 
 
-@pytest.mark.parametrize("fn", [ref.multi_head_attention, mha_loop_over_heads, mha_via_sdpa_einsum])
+def mha_float32(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    """Computed in float32, like nn.MultiheadAttention's default, and cast back to the input's dtype."""
+    out, w = ref.multi_head_attention(*(t.float() for t in (x_q, x_kv, w_q, w_k, w_v, w_o)), n_heads, mask)
+    return out.to(x_q.dtype), w.to(x_q.dtype)
+
+
+@pytest.mark.parametrize("fn", [ref.multi_head_attention, mha_loop_over_heads, mha_via_sdpa_einsum,
+                                mha_float32])
 def test_mha_check_passes_correct_variants(fn):
     check_multi_head_attention(fn)
     check_multi_head_attention(fn, seed=4, B=1, T_q=5, T_kv=2, D=8, n_heads=4, verbose=False)
@@ -205,3 +213,53 @@ def test_checks_write_nothing_to_stderr(capsys):
     with pytest.raises(CheckFailed):
         check_multi_head_attention(_wrong(dim=-2))
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- one mistake, one charge
+
+# A learner's notebook: split_heads and merge_heads reshape without the transpose, and
+# multi_head_attention is right but calls both.
+NOTEBOOK = """
+import math
+import torch
+
+def split_heads(x, n_heads):
+    B, T, D = x.shape
+    return x.reshape(B, n_heads, T, D // n_heads)
+
+def merge_heads(x):
+    B, H, T, d_h = x.shape
+    return x.reshape(B, T, H * d_h)
+
+def multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    q = split_heads(x_q @ w_q, n_heads)
+    k, v = split_heads(x_kv @ w_k, n_heads), split_heads(x_kv @ w_v, n_heads)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return merge_heads(weights @ v) @ w_o, weights
+"""
+
+
+def test_multi_head_attention_is_checked_with_the_course_split_and_merge(capsys):
+    nb = notebook(NOTEBOOK)
+    learners = nb["split_heads"], nb["merge_heads"]
+    with pytest.raises(CheckFailed, match="without a transpose"):
+        check_split_heads(nb["split_heads"])
+    with pytest.raises(CheckFailed, match="without a transpose"):
+        check_merge_heads(nb["merge_heads"])
+    mha = nb["multi_head_attention"]
+    with pytest.raises(CheckFailed):  # with the learner's split and merge: charged a second time
+        check_multi_head_attention.__wrapped__(mha)
+    check_multi_head_attention(mha)
+    out = capsys.readouterr().out
+    assert "costs points only in split_heads_tests or merge_heads_tests" in out and "✓" in out
+    assert (nb["split_heads"], nb["merge_heads"]) == learners
+
+
+def test_a_wrong_multi_head_attention_still_fails_with_the_course_split_and_merge():
+    nb = notebook(NOTEBOOK.replace("merge_heads(weights @ v) @ w_o", "merge_heads(weights @ v)"))
+    mha = nb["multi_head_attention"]
+    with pytest.raises(CheckFailed, match="without the output projection"):
+        check_multi_head_attention(mha)

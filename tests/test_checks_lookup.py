@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from notebook_cells import notebook
 
 from helpers import attention as ref
 from helpers.checks import CheckFailed, check_attention, check_self_attention, check_softmax
@@ -148,11 +149,26 @@ def attention_list(q, k, v):
     return list(ref.attention(q, k, v))
 
 
+def attention_float32(q, k, v):
+    """NumPy in float32 throughout, float32 constants included: right to float32's precision."""
+    q, k, v = (np.asarray(a, dtype=np.float32) for a in (q, k, v))
+    scores = q @ k.T / np.float32(math.sqrt(q.shape[1]))
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    w = e / e.sum(axis=-1, keepdims=True)
+    return w @ v, w
+
+
 @pytest.mark.parametrize("fn", [ref.attention, attention_einsum, attention_loops, attention_torch,
-                                attention_list])
+                                attention_list, attention_float32])
 def test_attention_check_passes_correct_variants(fn):
     check_attention(fn)
     check_attention(fn, seed=7, n_q=1, n_k=9, d_k=16, d_v=3, verbose=False)
+
+
+def test_attention_check_allows_float32_rounding_of_scores_in_the_thousands():
+    """The hidden tests' largest case: a float32 score near 5,000 is only known to ~5e-4."""
+    for seed in range(20):
+        check_attention(attention_float32, seed, 40, 60, 64, 16, verbose=False)
 
 
 def _att(scores_fn, out_fn=lambda w, v: w @ v, order=lambda out, w: (out, w)):
@@ -213,7 +229,12 @@ def self_attention_einsum(x, w_q, w_k, w_v):
     return attention_einsum(q, k, v)
 
 
-@pytest.mark.parametrize("fn", [ref.self_attention, self_attention_einsum])
+def self_attention_float32(x, w_q, w_k, w_v):
+    x = np.asarray(x, dtype=np.float32)
+    return attention_float32(*(x @ np.asarray(w, dtype=np.float32) for w in (w_q, w_k, w_v)))
+
+
+@pytest.mark.parametrize("fn", [ref.self_attention, self_attention_einsum, self_attention_float32])
 def test_self_attention_check_passes_correct_variants(fn):
     check_self_attention(fn)
     check_self_attention(fn, seed=3, n=2, d_model=9, d_k=5, d_v=1, verbose=False)
@@ -244,3 +265,64 @@ def test_checks_write_nothing_to_stderr(capsys):
     with pytest.raises(CheckFailed):
         check_softmax(softmax_unstable)
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- one mistake, one charge
+
+# A learner's notebook: a softmax without the max shift (it overflows at ±1000), an attention
+# that divides by d_k instead of √d_k, and a self_attention that is right but calls both.
+NOTEBOOK = """
+import numpy as np
+
+def softmax(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+def attention(q, k, v):
+    weights = softmax(q @ k.T / q.shape[-1], axis=-1)
+    return weights @ v, weights
+
+def right_attention(q, k, v):
+    weights = softmax(q @ k.T / np.sqrt(q.shape[-1]), axis=-1)
+    return weights @ v, weights
+
+def self_attention(x, w_q, w_k, w_v):
+    return attention(x @ w_q, x @ w_k, x @ w_v)
+
+def swapped_self_attention(x, w_q, w_k, w_v):
+    return attention(x @ w_k, x @ w_q, x @ w_v)
+"""
+
+
+def test_attention_is_checked_with_the_course_softmax(capsys):
+    nb = notebook(NOTEBOOK)
+    learners_softmax, attention = nb["softmax"], nb["right_attention"]
+    with pytest.raises(CheckFailed, match="subtract the maximum"):
+        check_softmax(learners_softmax)
+    with pytest.raises(CheckFailed, match="NaN"):  # with the learner's softmax: charged a second time
+        check_attention.__wrapped__(attention)
+    capsys.readouterr()
+    check_attention(attention)
+    out = capsys.readouterr()
+    assert out.out.startswith("(right_attention is checked with the course's softmax: a mistake in your "
+                              "softmax costs points only in softmax_tests)\n")
+    assert "✓ attention matches" in out.out and out.err == ""
+    assert nb["softmax"] is learners_softmax
+
+
+def test_self_attention_is_checked_with_the_course_attention_and_softmax(capsys):
+    nb = notebook(NOTEBOOK)
+    learners = nb["attention"], nb["softmax"]
+    with pytest.raises(CheckFailed, match="divided the scores by d_k"):
+        check_self_attention.__wrapped__(nb["self_attention"])
+    check_self_attention(nb["self_attention"])
+    assert "costs points only in attention_tests or softmax_tests" in capsys.readouterr().out
+    assert (nb["attention"], nb["softmax"]) == learners
+
+
+def test_a_wrong_caller_still_fails_with_the_course_callees():
+    nb = notebook(NOTEBOOK)
+    with pytest.raises(CheckFailed, match="swapped"):
+        check_self_attention(nb["swapped_self_attention"])
+    with pytest.raises(CheckFailed, match="by d_k"):
+        check_attention(nb["attention"])

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from notebook_cells import notebook
 
 from helpers import masking as ref
 from helpers.checks.core import CheckFailed
@@ -266,8 +267,13 @@ def cache_stacked(q, k, v):
     return torch.stack(outputs, dim=-2)
 
 
+def cache_float32(q, k, v):
+    """Decoding in float32 (as on most accelerators), the result cast back to the input's dtype."""
+    return ref.causal_attention_with_cache(q.float(), k.float(), v.float()).to(q.dtype)
+
+
 @pytest.mark.parametrize("fn", [ref.causal_attention_with_cache, cache_by_slicing, cache_preallocated,
-                                cache_stacked])
+                                cache_stacked, cache_float32])
 def test_cache_check_passes_correct_variants(fn):
     check_causal_attention_with_cache(fn)
     check_causal_attention_with_cache(fn, seed=2, batch=(4,), n=1, d_k=3, d_v=2, verbose=False)
@@ -364,3 +370,55 @@ def test_checks_write_nothing_to_stderr(capsys):
     with pytest.raises(CheckFailed):
         check_padding_mask(lambda lengths, m: torch.tensor(lengths)[:, None] > torch.arange(m) - 1)
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- one mistake, one charge
+
+# A learner's notebook: masked_attention forgets the √d_k, causal_mask is off by one (the diagonal
+# is blocked), and the decoding loop is right but calls masked_attention at every step.
+NOTEBOOK = """
+import math
+import torch
+
+def causal_mask(n):
+    return torch.ones(n, n, dtype=torch.bool).tril(-1)
+
+def masked_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ v, weights
+
+def causal_attention_with_cache(q, k, v):
+    cache_k, cache_v, rows = k[..., :0, :], v[..., :0, :], []
+    for t in range(q.size(-2)):
+        cache_k = torch.cat([cache_k, k[..., t : t + 1, :]], dim=-2)
+        cache_v = torch.cat([cache_v, v[..., t : t + 1, :]], dim=-2)
+        rows.append(masked_attention(q[..., t : t + 1, :], cache_k, cache_v)[0])
+    return torch.cat(rows, dim=-2)
+"""
+
+
+def test_decoding_is_checked_with_the_course_masked_attention_and_causal_mask(capsys):
+    nb = notebook(NOTEBOOK)
+    learners = nb["masked_attention"], nb["causal_mask"]
+    with pytest.raises(CheckFailed, match="√d_k"):
+        check_masked_attention(nb["masked_attention"])
+    with pytest.raises(CheckFailed, match="diagonal"):
+        check_causal_mask(nb["causal_mask"])
+    decode = nb["causal_attention_with_cache"]
+    with pytest.raises(CheckFailed, match="√d_k"):  # with the learner's masked_attention: charged again
+        check_causal_attention_with_cache.__wrapped__(decode)
+    check_causal_attention_with_cache(decode)
+    out = capsys.readouterr().out
+    assert "costs points only in masked_attention_tests or causal_mask_tests" in out and "✓" in out
+    assert (nb["masked_attention"], nb["causal_mask"]) == learners
+
+
+def test_wrong_decoding_still_fails_with_the_course_masked_attention():
+    nb = notebook(NOTEBOOK.replace("rows.append(masked_attention(q[..., t : t + 1, :], cache_k, cache_v)[0])",
+                                   "rows.append(masked_attention(q[..., t : t + 1, :], k, v)[0])"))
+    decode = nb["causal_attention_with_cache"]
+    with pytest.raises(CheckFailed, match="future included"):
+        check_causal_attention_with_cache(decode)

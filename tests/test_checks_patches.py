@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from notebook_cells import notebook
 
 from helpers import patches as ref
 from helpers.checks.core import CheckFailed
@@ -269,3 +270,43 @@ def test_checks_write_nothing_to_stderr(capsys):
     with pytest.raises(CheckFailed):
         check_conv_to_linear(conv_to_linear_zero_bias)
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- one mistake, one charge
+
+# A learner's notebook: patchify flattens each patch in (P, P, C) order instead of (C, P, P), and
+# conv_to_linear is right but reads the filters with it: each (C, P, P) filter is one patch.
+NOTEBOOK = """
+import torch
+
+def patchify(images, patch_size):
+    B, C, H, W = images.shape
+    P = patch_size
+    grid = images.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 3, 5, 1)  # (B, h, w, P, P, C)
+    return grid.reshape(B, (H // P) * (W // P), C * P * P)
+
+def conv_to_linear(conv):
+    P = conv.kernel_size[0]
+    weight = patchify(conv.weight.detach(), P)[:, 0].T  # (D, 1, C·P·P) -> (C·P·P, D)
+    bias = conv.bias.detach() if conv.bias is not None else torch.zeros(conv.out_channels)
+    return weight, bias
+"""
+
+
+def test_conv_to_linear_is_checked_with_the_course_patchify(capsys):
+    nb = notebook(NOTEBOOK)
+    learners = nb["patchify"]
+    with pytest.raises(CheckFailed):
+        check_patchify(learners)
+    with pytest.raises(CheckFailed):  # with the learner's patchify: charged a second time
+        check_conv_to_linear.__wrapped__(nb["conv_to_linear"])
+    check_conv_to_linear(nb["conv_to_linear"])
+    out = capsys.readouterr().out
+    assert "costs points only in patchify_tests" in out and "✓" in out
+    assert nb["patchify"] is learners
+
+
+def test_a_wrong_conv_to_linear_still_fails_with_the_course_patchify():
+    nb = notebook(NOTEBOOK.replace("[:, 0].T", "[:, 0]"))
+    with pytest.raises(CheckFailed, match="layout"):
+        check_conv_to_linear(nb["conv_to_linear"])

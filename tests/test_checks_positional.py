@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from notebook_cells import notebook
 
 from helpers import positional as ref
 from helpers.checks.core import CheckFailed
@@ -178,7 +179,28 @@ def rope_loops(x, positions=None, base=10000.0):
     return out
 
 
-@pytest.mark.parametrize("fn", [ref.rope, rope_complex, rope_matrices, rope_every_two, rope_loops])
+def rope_llama_float32(x, positions=None, base=10000.0):
+    """Meta's Llama code: float32 frequencies, angles and complex rotation, cast back to x's dtype."""
+    n, d = x.shape[-2], x.shape[-1]
+    freqs = 1.0 / (base ** (torch.arange(0, d, 2)[: d // 2].float() / d))  # (d/2,) float32
+    t = torch.arange(n) if positions is None else torch.as_tensor(positions)
+    freqs_cis = torch.polar(torch.ones(n, d // 2), torch.outer(t.float(), freqs))  # (n, d/2) complex64
+    z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(z * freqs_cis).flatten(-2).type_as(x)
+
+
+def rope_float32_angles(x, positions=None, base=10000.0):
+    """Angles from a float32 constant (torch.tensor(base)), the rotation in x's own dtype."""
+    n, d = x.shape[-2], x.shape[-1]
+    pos = torch.arange(n) if positions is None else torch.as_tensor(positions)
+    theta = pos.float()[:, None] * torch.tensor(base) ** (-torch.arange(0, d, 2) / d)  # (n, d/2) float32
+    c, s = theta.cos().to(x.dtype), theta.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * c - odd * s, even * s + odd * c], dim=-1).flatten(-2)
+
+
+@pytest.mark.parametrize("fn", [ref.rope, rope_complex, rope_matrices, rope_every_two, rope_loops,
+                                rope_llama_float32, rope_float32_angles])
 def test_rope_check_passes_correct_variants(fn, capsys):
     check_rope(fn)
     check_rope(fn, seed=4, n=9, d=2, verbose=False)
@@ -297,3 +319,44 @@ def test_checks_write_nothing_to_stderr(capsys):
     with pytest.raises(CheckFailed):
         check_sinusoidal_encoding(_pe(RIGHT, first="cos"))
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- one mistake, one charge
+
+# A learner's notebook: sinusoidal_encoding with sin and cos swapped, and a rope that is right but
+# reads its cos/sin tables from that encoding.
+NOTEBOOK = """
+import torch
+
+def sinusoidal_encoding(n_positions, d_model, base=10000.0):
+    omega = base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    angles = torch.arange(n_positions, dtype=torch.float64)[:, None] * omega
+    return torch.stack([angles.cos(), angles.sin()], dim=-1).flatten(-2).float()
+
+def rope(x, positions=None, base=10000.0):
+    positions = torch.arange(x.shape[-2]) if positions is None else torch.as_tensor(positions)
+    table = sinusoidal_encoding(int(positions.max()) + 1, x.shape[-1], base)[positions]  # (n, d)
+    sin, cos = table[:, 0::2].to(x.dtype), table[:, 1::2].to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+"""
+
+
+def test_rope_is_checked_with_the_course_sinusoidal_encoding(capsys):
+    nb = notebook(NOTEBOOK)
+    learners = nb["sinusoidal_encoding"]
+    with pytest.raises(CheckFailed, match="sin and cos are swapped"):
+        check_sinusoidal_encoding(learners)
+    with pytest.raises(CheckFailed, match="cos and sin are swapped"):  # with the learner's: charged twice
+        check_rope.__wrapped__(nb["rope"])
+    check_rope(nb["rope"])
+    out = capsys.readouterr().out
+    assert "costs points only in sinusoidal_encoding_tests" in out and "✓ rope matches" in out
+    assert nb["sinusoidal_encoding"] is learners
+
+
+def test_a_wrong_rope_still_fails_with_the_course_sinusoidal_encoding():
+    nb = notebook(NOTEBOOK.replace("sin, cos = table", "cos, sin = table"))
+    rope = nb["rope"]
+    with pytest.raises(CheckFailed, match="cos and sin are swapped"):
+        check_rope(rope)

@@ -70,8 +70,15 @@ def std_loop(d_k, n_pairs=10_000, seed=0):
     return np.std(scores)
 
 
+def std_float32(d_k, n_pairs=10_000, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n_pairs, d_k), dtype=np.float32)  # float32 draws: another sample
+    k = rng.standard_normal((n_pairs, d_k), dtype=np.float32)
+    return float(np.std(np.einsum("nd,nd->n", q, k)))
+
+
 @pytest.mark.parametrize("fn", [ref.score_std, std_legacy_transposed, std_one_draw_by_hand, std_torch,
-                                std_two_generators, std_loop])
+                                std_two_generators, std_loop, std_float32])
 def test_score_std_check_passes_correct_variants(fn, capsys):
     _passes(check_score_std, fn, capsys)
     _passes(check_score_std, fn, capsys, seed=12345, d_k=100, n_pairs=20_000)
@@ -207,7 +214,13 @@ def jacobian_autograd(p):
     return torch.autograd.functional.jacobian(lambda t: torch.softmax(t, dim=0), z)
 
 
-@pytest.mark.parametrize("fn", [ref.softmax_jacobian, jacobian_loops, jacobian_broadcast, jacobian_autograd])
+def jacobian_float32(p):
+    p = np.asarray(p, dtype=np.float32)
+    return np.diag(p) - np.outer(p, p)
+
+
+@pytest.mark.parametrize("fn", [ref.softmax_jacobian, jacobian_loops, jacobian_broadcast, jacobian_autograd,
+                                jacobian_float32])
 def test_softmax_jacobian_check_passes_correct_variants(fn, capsys):
     _passes(check_softmax_jacobian, fn, capsys)
     _passes(check_softmax_jacobian, fn, capsys, seed=7, n=9)
@@ -272,8 +285,13 @@ def entropy_torch(p, axis=-1):
     return torch.special.entr(torch.as_tensor(p)).sum(dim=axis)
 
 
+def entropy_float32(p, axis=-1):
+    p = torch.as_tensor(p, dtype=torch.float32)  # torch's default dtype
+    return -torch.where(p > 0, p * torch.log(p), torch.zeros_like(p)).sum(dim=axis)
+
+
 @pytest.mark.parametrize("fn", [ref.entropy, entropy_loops, entropy_log_where, entropy_silenced_nan_to_num,
-                                entropy_torch])
+                                entropy_torch, entropy_float32])
 def test_entropy_check_passes_correct_variants(fn, capsys):
     _passes(check_entropy, fn, capsys)
     _passes(check_entropy, fn, capsys, seed=3, shape=(5, 5))

@@ -58,7 +58,7 @@ def graded(tmp_path_factory, built_solutions):
     result = api.generate_assignment(LESSON)
     assert result["success"], result.get("error")
 
-    release_nb = nbformat.read(root / "notebooks" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    release_nb = nbformat.read(root / "release" / LESSON / f"{LESSON}.ipynb", as_version=4)
     full = _solutions(nbformat.read(built_solutions[LESSON], as_version=4))
     submissions = {
         "full": full,

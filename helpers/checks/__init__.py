@@ -1,7 +1,7 @@
 """Check functions called by grade cells: each compares with a reference on random inputs
 and, when it fails, names the likely mistake."""
 
-from .core import CheckFailed, expect_close, fresh_seeds, quiet
+from .core import CheckFailed, course_callees, expect_close, fresh_seeds, quiet
 from .lookup import check_attention, check_self_attention, check_softmax
 from .scaling import check_entropy, check_score_std, check_softmax_jacobian
 
@@ -13,6 +13,7 @@ __all__ = [
     "check_self_attention",
     "check_softmax",
     "check_softmax_jacobian",
+    "course_callees",
     "expect_close",
     "fresh_seeds",
     "quiet",

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
+import importlib
+import inspect
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -164,6 +167,80 @@ def expect_close(
         f"{got[idx]:.6g}, the reference gives {want[idx]:.6g} (largest error {err[idx]:.3g})"
         + (f"\n  hint: {hint}" if hint else "")
     )
+
+
+# Exercise functions that another exercise may call, and the module holding the course's version
+# of each. Names are unique across the lessons, and every one is graded in the cell `<name>_tests`.
+COURSE_VERSIONS = {
+    "softmax": "helpers.attention",
+    "attention": "helpers.attention",
+    "causal_mask": "helpers.masking",
+    "masked_attention": "helpers.masking",
+    "sinusoidal_encoding": "helpers.positional",
+    "split_heads": "helpers.heads",
+    "merge_heads": "helpers.heads",
+    "layer_norm": "helpers.block",
+    "feed_forward": "helpers.block",
+    "layer_macs": "helpers.cost",
+    "patchify": "helpers.patches",
+}
+
+
+def _listed(words: Sequence[str], last: str) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last} " + words[-1]
+
+
+@contextlib.contextmanager
+def course_callees(fn: Callable, *names: str, verbose: bool = True) -> Iterator[None]:
+    """Inside the block, ``fn`` calls the course's versions of the exercise functions ``names``.
+
+    One mistake is charged once: a function that calls another exercise's function is graded
+    with the course's version of the callee, put in the globals ``fn`` reads (the notebook's
+    namespace). The learner's own versions are back afterwards, also when the block fails.
+    ``verbose`` says so in one line.
+    """
+    unknown = [name for name in names if name not in COURSE_VERSIONS]
+    if unknown:
+        raise ValueError(f"no course version of {', '.join(unknown)}; known: {', '.join(COURSE_VERSIONS)}")
+    versions = {name: getattr(importlib.import_module(COURSE_VERSIONS[name]), name) for name in names}
+    if verbose:
+        print(f"({getattr(fn, '__name__', 'this function')} is checked with the course's "
+              f"{_listed(names, 'and')}: a mistake in your {_listed(names, 'or')} costs points only in "
+              f"{_listed([f'{name}_tests' for name in names], 'or')})")
+    namespace = getattr(fn, "__globals__", None)
+    if namespace is None:  # not a Python function (a partial, a builtin): nothing it looks up to replace
+        yield
+        return
+    absent = object()
+    saved = {name: namespace.get(name, absent) for name in names}
+    namespace.update(versions)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is absent:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
+def with_course_callees(*names: str) -> Callable[[Callable], Callable]:
+    """Decorate the check of a function that calls the exercise functions ``names``: the check
+    runs with the course's versions of them (``course_callees``), and says so when verbose."""
+
+    def decorate(check: Callable) -> Callable:
+        signature = inspect.signature(check)
+
+        @functools.wraps(check)
+        def checked(fn: Callable, *args, **kwargs):
+            bound = signature.bind(fn, *args, **kwargs)
+            bound.apply_defaults()
+            with course_callees(fn, *names, verbose=bound.arguments.get("verbose", True)):
+                return check(fn, *args, **kwargs)
+
+        return checked
+
+    return decorate
 
 
 def passed(message: str, verbose: bool = True) -> None:

@@ -18,7 +18,17 @@ import torch
 from torch import nn
 
 from .. import heads as ref
-from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet, same
+from .core import (
+    CheckFailed,
+    as_array,
+    call,
+    expect_close,
+    expect_shape,
+    passed,
+    quiet,
+    same,
+    with_course_callees,
+)
 
 SPLIT_HINT = ("x.reshape(B, T, H, D // H) cuts each token's features into H pieces; then "
               ".transpose(1, 2) puts the head axis before the tokens: (B, H, T, D/H)")
@@ -225,6 +235,7 @@ def _unpack(result, what: str, B: int, H: int, T_q: int, T_kv: int, D: int):
     return out, w
 
 
+@with_course_callees("split_heads", "merge_heads")
 def check_multi_head_attention(multi_head_attention: Callable, seed: int = 0, B: int = 2, T_q: int = 3,
                                T_kv: int = 5, D: int = 12, n_heads: int = 3, verbose: bool = True) -> None:
     """Check a learner's ``multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None)``."""

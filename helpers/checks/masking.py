@@ -18,7 +18,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .. import masking as ref
-from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet
+from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet, with_course_callees
 
 INF = float("inf")
 ATTENTION_HINT = ("scores = q @ k.transpose(-2, -1) / √d_k (…, n_q, n_k); blocked scores -> -inf where "
@@ -283,6 +283,7 @@ def _cache_output(result, what: str, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+@with_course_callees("masked_attention", "causal_mask")
 def check_causal_attention_with_cache(causal_attention_with_cache: Callable, seed: int = 0,
                                       batch: tuple[int, ...] = (2, 3), n: int = 6, d_k: int = 4,
                                       d_v: int = 5, verbose: bool = True) -> None:

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from .. import patches as ref
-from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet
+from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet, with_course_callees
 
 # ---------------------------------------------------------------- patchify
 
@@ -212,6 +212,7 @@ def _weight_mistakes(w: torch.Tensor) -> list[tuple[np.ndarray, str]]:
     ]
 
 
+@with_course_callees("patchify")
 def check_conv_to_linear(conv_to_linear: Callable, seed: int = 0, verbose: bool = True) -> None:
     """Check a learner's ``conv_to_linear(conv)`` with and without a bias, with D ≠ and = C·P·P."""
     gen = torch.Generator().manual_seed(seed)

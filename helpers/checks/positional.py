@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .. import positional as ref
-from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed
+from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, with_course_callees
 
 # float32 sines of angles up to ~100 radians, computed in another order than the reference.
 RTOL, ATOL = 1e-4, 1e-4
@@ -207,6 +207,7 @@ def _rope_mistakes(x: torch.Tensor, positions: torch.Tensor, base: float,
     return found
 
 
+@with_course_callees("sinusoidal_encoding")
 def check_rope(rope: Callable, seed: int = 0, n: int = 6, d: int = 8, verbose: bool = True) -> None:
     """Check a learner's ``rope(x, positions=None, base=10000.0)`` against the reference."""
     gen = torch.Generator().manual_seed(seed)

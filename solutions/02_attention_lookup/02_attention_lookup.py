@@ -171,16 +171,19 @@ check_attention(attention)
 ### BEGIN HIDDEN TESTS
 import torch  # noqa: E402 -- an independent reference: PyTorch's fused attention
 
+# The calls below use the course's softmax, as the check does: one mistake, one charge.
+from helpers.checks import course_callees
+
 for seed, shape in zip(fresh_seeds(3), [(1, 7, 3, 5), (6, 2, 9, 4), (40, 60, 64, 16)]):
     check_attention(attention, seed, *shape, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
 _q, _k, _v = _rng.normal(size=(5, 8)), _rng.normal(size=(11, 8)), _rng.normal(size=(11, 3))
-with quiet():
+with quiet(), course_callees(attention, "softmax", verbose=False):
     _out, _w = attention(_q, _k, _v)
 _want = torch.nn.functional.scaled_dot_product_attention(
     *(torch.from_numpy(a)[None] for a in (_q, _k, _v)))[0].numpy()
 expect_close(_out, _want, "attention output against torch's scaled_dot_product_attention")
-assert np.all(_out <= _v.max(axis=0) + 1e-9) and np.all(_out >= _v.min(axis=0) - 1e-9), \
+assert np.all(_out <= _v.max(axis=0) + 1e-5) and np.all(_out >= _v.min(axis=0) - 1e-5), \
     "each output row must be a weighted average of the value rows"
 ### END HIDDEN TESTS
 
@@ -235,13 +238,16 @@ def self_attention(x, w_q, w_k, w_v):
 # %% nbgrader={"grade": true, "grade_id": "self_attention_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_self_attention(self_attention)
 ### BEGIN HIDDEN TESTS
+# The calls below use the course's attention and softmax, as the check does: one mistake, one charge.
+from helpers.checks import course_callees
+
 for seed, shape in zip(fresh_seeds(2), [(7, 5, 2, 3), (3, 16, 8, 4)]):
     check_self_attention(self_attention, seed, *shape, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
 _x = _rng.normal(size=(6, 4))
 _ws = [_rng.normal(size=(4, 3)), _rng.normal(size=(4, 3)), _rng.normal(size=(4, 2))]
 _perm = _rng.permutation(6)
-with quiet():
+with quiet(), course_callees(self_attention, "attention", "softmax", verbose=False):
     _out, _ = self_attention(_x, *_ws)
     _out_perm, _ = self_attention(_x[_perm], *_ws)
 expect_close(_out_perm, np.asarray(_out)[_perm],

@@ -200,7 +200,7 @@ with quiet():
     _perm = entropy(_p3[:, _rng.permutation(5)], axis=1)
 expect_close(_h3, reference.entropy(_p3, axis=1), "entropy of a 3-D array with zeros, axis=1")
 expect_close(_perm, _h3, "entropy after shuffling the entries (it must not change)")
-assert np.all(np.asarray(_h3) <= np.log(5) + 1e-9), "no entropy can exceed log n, the uniform one"
+assert np.all(np.asarray(_h3) <= np.log(5) + 1e-6), "no entropy can exceed log n, the uniform one"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -255,8 +255,9 @@ _numeric = np.column_stack([(softmax(_z + _h * _e) - softmax(_z - _h * _e)) / (2
                             for _e in np.eye(len(_z))])  # column j = ∂p/∂z_j
 with quiet():
     _jac = softmax_jacobian(softmax(_z))
+# atol: a float32 Jacobian is off by up to ~1e-7 on the diagonal, where p − p² cancels near p = 1.
 expect_close(_jac, _numeric, "softmax_jacobian against finite differences of softmax",
-             rtol=1e-5, atol=1e-8)
+             rtol=1e-5, atol=5e-7)
 expect_close(np.asarray(_jac).sum(axis=0), np.zeros(len(_z)),
              "column sums of softmax_jacobian (the weights always sum to 1, so they must be 0)")
 ### END HIDDEN TESTS

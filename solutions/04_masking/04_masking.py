@@ -448,6 +448,9 @@ def causal_attention_with_cache(q, k, v):
 # %% nbgrader={"grade": true, "grade_id": "causal_attention_with_cache_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_causal_attention_with_cache(causal_attention_with_cache)
 ### BEGIN HIDDEN TESTS
+# The calls below use the course's masked_attention and causal_mask, as the check does: one mistake, one charge.
+from helpers.checks import course_callees
+
 for seed, shape in zip(fresh_seeds(2), [((3,), 1, 2, 2), ((2, 2), 10, 8, 3)]):
     check_causal_attention_with_cache(causal_attention_with_cache, seed, *shape, verbose=False)
 _g = torch.Generator().manual_seed(fresh_seeds(1)[0])
@@ -455,7 +458,7 @@ _q, _k, _v = (torch.randn(2, 3, 8, 4, generator=_g, dtype=torch.float64) for _ i
 _k2, _v2 = _k.clone(), _v.clone()
 _k2[..., 5:, :] = torch.randn(2, 3, 3, 4, generator=_g, dtype=torch.float64) * 5
 _v2[..., 5:, :] = torch.randn(2, 3, 3, 4, generator=_g, dtype=torch.float64) * 5
-with quiet():
+with quiet(), course_callees(causal_attention_with_cache, "masked_attention", "causal_mask", verbose=False):
     _o1 = causal_attention_with_cache(_q, _k, _v)
     _o2 = causal_attention_with_cache(_q, _k2, _v2)
 expect_close(_o1, reference.masked_attention(_q, _k, _v, reference.causal_mask(8))[0],

@@ -383,6 +383,9 @@ def rope(x, positions=None, base=10000.0):
 # %% nbgrader={"grade": true, "grade_id": "rope_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 check_rope(rope)
 ### BEGIN HIDDEN TESTS
+# The calls below use the course's sinusoidal_encoding, as the check does: one mistake, one charge.
+from helpers.checks import course_callees
+
 _rng = np.random.default_rng(fresh_seeds(1)[0])
 for seed in fresh_seeds(3):
     check_rope(rope, seed=seed, n=int(_rng.integers(2, 12)), d=2 * int(_rng.integers(1, 17)), verbose=False)
@@ -392,24 +395,28 @@ _B, _H, _n, _d = 2, 4, int(_rng.integers(3, 10)), 2 * int(_rng.integers(2, 12))
 _x = torch.randn(_B, _H, _n, _d, generator=_g)
 _pos = torch.as_tensor(_rng.choice(500, size=_n, replace=False))
 _base = float(_rng.uniform(30.0, 3000.0))
-with quiet():
+with quiet(), course_callees(rope, "sinusoidal_encoding", verbose=False):
     _got = rope(_x.clone(), positions=_pos, base=_base)
     _got_float_pos = rope(_x.double(), positions=_pos.double(), base=_base)
+# The exercise states no dtype: angles computed in float32 (as LLaMA's code does) are off by
+# up to ~5e-5 rad at positions below 500, also for a float64 x. Every mistake is far larger.
 expect_close(_got, reference.rope(_x.double(), _pos, _base),
              f"rope of a (B, H, n, d) = {tuple(_x.shape)} tensor, positions {_pos.tolist()}, base {_base:.1f}",
              rtol=1e-4, atol=2e-4)
 expect_close(_got_float_pos, reference.rope(_x.double(), _pos, _base),
-             "rope of a float64 tensor with float positions", rtol=1e-6, atol=1e-8)
+             "rope of a float64 tensor with float positions", rtol=1e-4, atol=2e-4)
 # Properties: norms kept; the score of a query at p and a key at p + Δ does not depend on p.
 expect_close(torch.as_tensor(_got).norm(dim=-1), _x.norm(dim=-1), "the norm of every rotated vector",
              rtol=1e-4, atol=1e-5)
 _q, _k = torch.randn(1, _d, generator=_g, dtype=torch.float64), torch.randn(1, _d, generator=_g, dtype=torch.float64)
 _delta = int(_rng.integers(-20, 21))
-with quiet():
+with quiet(), course_callees(rope, "sinusoidal_encoding", verbose=False):
     _scores = [float(rope(_q, torch.tensor([p]), _base)[0] @ rope(_k, torch.tensor([p + _delta]), _base)[0])
                for p in _rng.choice(1000, size=5, replace=False).tolist()]
+# float32 angles near position 1000 move each score by up to ~1e-5 · |q| |k|; a rope that
+# breaks the offset property moves it by about |q| |k|.
 expect_close(_scores, np.full(5, _scores[0]), f"rope(q at p)·rope(k at p + {_delta}) for five different p",
-             rtol=1e-6, atol=1e-8)
+             rtol=1e-4, atol=1e-4 * float(_q.norm() * _k.norm()))
 ### END HIDDEN TESTS
 
 # %% [markdown]

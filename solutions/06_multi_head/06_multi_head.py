@@ -223,6 +223,9 @@ def multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
 # %% nbgrader={"grade": true, "grade_id": "multi_head_attention_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false}
 check_multi_head_attention(multi_head_attention)
 ### BEGIN HIDDEN TESTS
+# The calls below use the course's split_heads and merge_heads, as the check does: one mistake, one charge.
+from helpers.checks import course_callees
+
 for seed, shape in zip(fresh_seeds(3), [(1, 4, 7, 8, 2), (3, 6, 2, 12, 4), (2, 5, 5, 6, 6)]):
     check_multi_head_attention(multi_head_attention, seed, *shape, verbose=False)
 # Against nn.MultiheadAttention in its own dtype (float32), with and without a mask, T_q ≠ T_kv.
@@ -234,7 +237,8 @@ _mha = to_torch_mha(_ws, _H)
 _mask = torch.rand(5, 9, generator=_g) < 0.5
 _mask[:, 4] = True  # every query has a key: nn.MultiheadAttention gives NaN otherwise
 for _m in (None, _mask):
-    with torch.no_grad(), quiet():
+    with (torch.no_grad(), quiet(),
+          course_callees(multi_head_attention, "split_heads", "merge_heads", verbose=False)):
         _want_o, _want_w = _mha(_xq, _xkv, _xkv, attn_mask=None if _m is None else ~_m,
                                 need_weights=True, average_attn_weights=False)
         _o, _w = multi_head_attention(_xq, _xkv, *_ws, _H, mask=_m)
@@ -246,7 +250,7 @@ _x = torch.randn(2, 6, _D, generator=_g)
 _x2 = _x.clone()
 _x2[:, -1] = torch.randn(2, _D, generator=_g)
 _causal = torch.ones(6, 6, dtype=torch.bool).tril()
-with quiet():
+with quiet(), course_callees(multi_head_attention, "split_heads", "merge_heads", verbose=False):
     _a = as_array(multi_head_attention(_x, _x, *_ws, _H, mask=_causal)[0], "output")
     _b = as_array(multi_head_attention(_x2, _x2, *_ws, _H, mask=_causal)[0], "output")
 expect_close(_b[:, :-1], _a[:, :-1], "causal self-attention: changing the last token must not change "

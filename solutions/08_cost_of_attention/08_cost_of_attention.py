@@ -153,9 +153,12 @@ def score_share(n, d_model, d_ff):
 # %% nbgrader={"grade": true, "grade_id": "score_share_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_score_share(score_share)
 ### BEGIN HIDDEN TESTS
+# The calls below use the course's layer_macs, as the check does: one mistake, one charge.
+from helpers.checks import course_callees
+
 for seed in fresh_seeds(3):
     check_score_share(score_share, seed=seed, verbose=False)
-with quiet():
+with quiet(), course_callees(score_share, "layer_macs", verbose=False):
     _shares = [float(score_share(n, 512, 2048)) for n in (10, 100, 1000, 10_000, 10_000_000)]
 expect_close(_shares, [reference.score_share(n, 512, 2048) for n in (10, 100, 1000, 10_000, 10_000_000)],
              "score_share for d_model = 512, d_ff = 2048 and n from 10 to 10 million")

@@ -17,7 +17,7 @@ from .rules import (
     PYTHON_MAGICS,
     SCRIPT,
     SHELL_MAGICS,
-    first_hidden_place,
+    hidden_place,
 )
 
 MAX_DEPTH = 150  # syntax-tree depth: honest cells stay far below; deeper ones would exhaust the stack
@@ -45,7 +45,7 @@ def _ipython(esc: str, name: str, rest: str) -> tuple[list[tuple[str, str, str]]
         kind, detail = "file-access" if name in FILE_MAGICS else "dynamic-code", f"IPython magic: {text}"
     else:
         kind, detail = "magic", f"IPython magic: {text}"
-    place = first_hidden_place(_WORDS.findall(name + rest if esc == "!" else rest))
+    place = hidden_place(_WORDS.findall(name + rest if esc == "!" else rest))
     hidden = [("hidden-files", f"a path into {place}: {text}", place)] if place else []
     return [(kind, detail, "")] + hidden, ""
 
@@ -58,7 +58,7 @@ def _cell_magic(at: int, name: str, rest: str, body: list[str]) -> list[tuple[in
     found = [(at, *k) for k in _ipython("%%", name, rest)[0]]
     if name.lower() in SHELL_MAGICS:  # its body is commands: are they after a hidden place?
         for i, line in enumerate(body, at + 1):
-            place = first_hidden_place(_WORDS.findall(line))
+            place = hidden_place(_WORDS.findall(line))
             if place:
                 found.append((i, "hidden-files", f"a path into {place}: {line.strip()[:60]}", place))
     return found

@@ -1,7 +1,7 @@
 """What the integrity scan looks for: the names the grading relies on, the modules, calls and paths
 that count as network, processes, files, dynamic code or kernel hooks, the hidden places of the
 grading machine, and which IPython magics are everyday ones. Tables only, and the one question
-asked of them everywhere: which hidden place a path names."""
+asked of them everywhere: which hidden place the paths a line or call holds lead into."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ HIDDEN_DIRS = {"solutions": "the course's solutions", "source_with_tests": "the 
 HIDDEN_ROOTS = {"root": "the grading machine's home folders", "home": "the grading machine's home folders"}
 
 
-def hidden_place(path: str) -> str | None:
+def _place(path: str) -> str | None:
     """Which hidden place of the grading machine a path names, in words, or None."""
     parts = [p.lower() for p in path.replace("\\", "/").split("/")]
     if any(p.startswith("gradebook") for p in parts):
@@ -116,6 +116,6 @@ def hidden_place(path: str) -> str | None:
     return named
 
 
-def first_hidden_place(paths: Iterable[str]) -> str | None:
-    """The hidden place the first of these paths to name one names, or None."""
-    return next(filter(None, map(hidden_place, paths)), None)
+def hidden_place(paths: Iterable[str]) -> str | None:
+    """The hidden place named by the first of these paths that names one, in words, or None."""
+    return next(filter(None, map(_place, paths)), None)

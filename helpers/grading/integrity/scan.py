@@ -35,11 +35,12 @@ from .rules import (
     SCRIPT,
     SHELL_ATTRS,
     SHELL_CALLS,
-    first_hidden_place,
+    hidden_place,
 )
 
 
 def _dunder(name: str) -> bool:
+    """A special name that changes how an object behaves (__eq__, __len__), not one that documents it."""
     return name.startswith("__") and name.endswith("__") and len(name) > 4 and name not in DOC_DUNDERS
 
 
@@ -334,7 +335,7 @@ class _CellScan(ast.NodeVisitor):
             joined = [node.func.value] + node.args if method in PATH_VERBS else []
         paths += ["/".join(self.ns.strings(part)) for part in joined]
         self.pathed |= {id(n) for part in joined for n in ast.walk(part)}  # os.path.join inside: said here
-        place = first_hidden_place(paths)
+        place = hidden_place(paths)
         if place:
             self.emit(node, "hidden-files", f"a path into {place} ({snippet(node)})", place)
 
