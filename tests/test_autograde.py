@@ -102,6 +102,14 @@ def test_feedback_is_offline_and_hides_hidden_tests(graded_class):
         assert not any(ln in plain for ln in hidden)
 
 
+def test_a_submission_that_could_not_be_graded_gets_a_page_saying_why(graded_class):
+    root, report = graded_class
+    for student in ("corrupt", "empty"):
+        page = (root / "feedback" / student / LESSON / f"{LESSON}.html").read_text()
+        assert "could not be graded" in page and "not a readable notebook" in page
+        assert not REMOTE.search(page)
+
+
 def test_flat_folder_of_downloads_and_zips(tmp_path, built_solutions):
     flat = tmp_path / "downloads"
     flat.mkdir()

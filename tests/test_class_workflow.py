@@ -86,7 +86,9 @@ def course(tmp_path_factory, built_solutions):
     copy.id, copy.source = "pasted-copy", "def softmax(x, axis=-1):\n    return x  # first try\n"
     pasted.cells.insert(pasted.cells.index(cell), copy)
     _write(subs, "paster", pasted)
-    report = grade_class(LESSON, subs, root, workers=2, timeout=60)
+    stamp = subs / "alice" / LESSON / "timestamp.txt"  # as nbgrader's exchange writes it
+    stamp.write_text("2026-03-02 09:15:00.000000 UTC")
+    report = grade_class(LESSON, subs, root, workers=2, timeout=60, due="2026-03-01 23:59:00 UTC")
     return root, subs, report, tmp
 
 
@@ -99,6 +101,14 @@ def test_scores_of_the_class(course):
     # patched a comparison; hooked the kernel's shell; read hidden files
     assert sorted(report.zeroed) == ["hooker", "patcher", "snooper"]
     assert not report.failed and not report.machinery
+
+
+def test_submission_times_are_recorded_and_late_ones_marked(course):
+    root = course[0]
+    with records.gradebook(root) as gb:
+        alice = gb.find_submission(LESSON, "alice")
+        assert str(alice.timestamp) == "2026-03-02 09:15:00"
+        assert alice.total_seconds_late == 9 * 3600 + 16 * 60
 
 
 def test_nbgrader_commands_from_the_repository_root_see_the_same_gradebook(course):

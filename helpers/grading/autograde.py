@@ -400,7 +400,9 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
         students = [s for s in students if s in only]
     with records.gradebook(root) as gb:
         if due:
-            gb.update_or_create_assignment(lesson, duedate=due)
+            from nbgrader.utils import parse_utc
+
+            gb.update_or_create_assignment(lesson, duedate=parse_utc(due))
         for student in students:
             gb.update_or_create_student(student)
         report.max_score = sum(g.max_score for g in gb.find_notebook(lesson, lesson).grade_cells
