@@ -189,8 +189,6 @@ HOSTILE = [  # (name, grade_id of the cell it goes in, source appended to an hon
     ("exchange", "softmax", "import os\nfiles = os.listdir('/srv/nbgrader/exchange')", "hidden-files"),
     ("instructor's notebooks", "softmax", "import shutil\nshutil.copy('source_with_tests/x.ipynb', '.')",
      "hidden-files"),
-    ("/home", "softmax", "import os\nhomes = os.listdir('/home')", "hidden-files"),
-    ("/root", "softmax", "w = np.load('/root/answers.npy')", "hidden-files"),
     ("path joined", "softmax", "import os\nsrc = open(os.path.join('..', '..', 'solutions', 'x.py')).read()",
      "hidden-files"),
     ("pathlib chain", "softmax", "from pathlib import Path\nroot = Path('../..')\n"
@@ -202,7 +200,6 @@ HOSTILE = [  # (name, grade_id of the cell it goes in, source appended to an hon
     ("sys.path", "softmax", f"import sys\nsys.path.insert(0, '../../solutions/{LESSON}')", "hidden-files"),
     ("!cat", "softmax", f"!cat {SOLUTION}", "hidden-files"),
     ("%run", "softmax", f"%run {SOLUTION}", "hidden-files"),
-    ("x = !ls", "softmax", "files = !ls /home", "hidden-files"),
     ("%%bash", "quiz_1", f"%%bash\ncp {CLASSMATE} mine.ipynb", "hidden-files"),
     ("shell call", "softmax", f"get_ipython().system('cat {SOLUTION}')", "hidden-files"),
     ("subprocess", "softmax", f"import subprocess\nsubprocess.run(['cat', '{SOLUTION}'])", "hidden-files"),
@@ -223,6 +220,10 @@ def test_hostile_code_is_flagged_as_tampering(grade_id, source, kind):
 
 
 REVIEW = [  # worth a human look, not an accusation
+    # a home folder may be the student's own data on their machine; the sandbox hides the grader's
+    ("/home", "import os\nhomes = os.listdir('/home')", "file-access"),
+    ("/root", "w = np.load('/root/answers.npy')", "file-access"),
+    ("x = !ls /home", "files = !ls /home", "shell"),
     ("os._exit", "import os\nos._exit(0)", "process"),
     ("sys.exit", "import sys\nsys.exit(0)", "process"),
     ("exit()", "exit()", "process"),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -252,6 +253,10 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int, tim
     merge what they graded. Returns ({student: "" or why not graded}, why the machinery stopped)."""
     root = Path(root).resolve()
     shares = [s for s in (students[i::max(workers, 1)] for i in range(max(workers, 1))) if s]
+    # Each worker's kernels get their share of the cores: two kernels each running PyTorch on
+    # every core spend their time waiting for each other (lesson 07 graded twice as slowly).
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // len(shares or [0]))))
     procs = []
     for i, share in enumerate(shares):
         wroot = root / ".workers" / f"w{i}"
@@ -264,15 +269,17 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int, tim
                 "--hide", str(root), *(["--timeout", str(timeout)] if timeout else []),
                 *([] if warm else ["--cold"]), *([] if sandboxed else ["--no-sandbox"]),
                 "--students", *share]
-        procs.append((wroot, share, subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
-                                                     stderr=subprocess.PIPE, text=True)))
+        with (wroot / "worker.log").open("w") as log:  # nbgrader's log: read on a crash
+            procs.append((wroot, share, subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                                         stderr=log, text=True)))
     outcome: dict[str, str] = {}
     stopped = ""
     for wroot, share, proc in procs:
-        out, err = proc.communicate()
+        out, _ = proc.communicate()
         try:
             result = json.loads(out.strip().splitlines()[-1])
         except (ValueError, IndexError):
+            err = (wroot / "worker.log").read_text(errors="replace")
             tail = " ".join(err.strip().splitlines()[-3:])[:400]
             stopped = stopped or f"a grading worker crashed ({tail or 'no output'})"
             continue

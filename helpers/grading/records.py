@@ -114,11 +114,27 @@ def hold_for_review(root: Path, lesson: str, student: str, why: str, details: st
             if g.cell.cell_type == "code":
                 g.manual_score, g.needs_manual_grade = 0.0, True
         nb.flagged = True
-        comments = sorted(nb.comments, key=lambda c: c.cell.id)
-        if comments:
+        order = _answer_order(lesson)
+        comments = sorted(nb.comments, key=lambda c: order.get(c.name, len(order)))
+        if comments:  # under the first answer of the notebook, where the student starts reading
             comments[0].auto_comment = HOLD + why
         gb.db.commit()
     flag(root, lesson, student, details)
+
+
+def _answer_order(lesson: str) -> dict[str, int]:
+    """grade_id -> position of each answer cell in the released notebook."""
+    import nbformat
+
+    from ..build import ROOT
+
+    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
+    if not released.exists():
+        return {}
+    cells = nbformat.read(released, as_version=4).cells
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in cells
+           if c.metadata.get("nbgrader", {}).get("solution")]
+    return {gid: i for i, gid in enumerate(ids)}
 
 
 def flag(root: Path, lesson: str, student: str, details: str) -> None:

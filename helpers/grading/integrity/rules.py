@@ -102,7 +102,6 @@ CODE_MAGICS = {"run", "debug", "macro", "rerun", "recall", "edit"}  # run code t
 HIDDEN_DIRS = {"solutions": "the course's solutions", "source_with_tests": "the instructor's notebooks",
                "submitted": "other students' work", "autograded": "other students' work",
                "exchange": "the course's exchange folder", "grading": "the grading folder"}
-HIDDEN_ROOTS = {"root": "the grading machine's home folders", "home": "the grading machine's home folders"}
 
 
 def _place(path: str) -> str | None:
@@ -110,10 +109,9 @@ def _place(path: str) -> str | None:
     parts = [p.lower() for p in path.replace("\\", "/").split("/")]
     if any(p.startswith("gradebook") for p in parts):
         return "the gradebook"
-    named = next((words for folder, words in HIDDEN_DIRS.items() if folder in parts), None)  # most telling
-    if named is None and len(parts) > 1 and parts[0] == "" and parts[1] in HIDDEN_ROOTS:
-        return HIDDEN_ROOTS[parts[1]]
-    return named
+    # Home folders are left out: a student's own data may live in theirs, and the sandbox hides
+    # the grading machine's anyway; reading them stays a file-access finding to review.
+    return next((words for folder, words in HIDDEN_DIRS.items() if folder in parts), None)
 
 
 def hidden_place(paths: Iterable[str]) -> str | None:
