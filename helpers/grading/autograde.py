@@ -433,7 +433,8 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
     report.not_reached = [s for s in gradable if s not in outcome]
     report.failed.update({s: why for s, why in outcome.items() if why})
     for student, why in report.failed.items():
-        if not records.record_not_graded(root, lesson, student, why):
+        when = imported.timestamps.get(student)
+        if not records.record_not_graded(root, lesson, student, why, when and when.time):
             report.kept.append(student)
     graded_now = [s for s, why in outcome.items() if not why]
     for student in graded_now:

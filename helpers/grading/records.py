@@ -84,14 +84,19 @@ def merge(lesson: str, source_root: Path, root: Path, students: list[str]) -> No
             dst.db.commit()
 
 
-def record_not_graded(root: Path, lesson: str, student: str, reason: str) -> bool:
-    """A submission that could not be graded: a recorded 0 with the reason, unless the student
-    already has a score, which stays. Returns whether a zero was recorded."""
+def record_not_graded(root: Path, lesson: str, student: str, reason: str, timestamp=None) -> bool:
+    """A submission that could not be graded: a recorded 0 with the reason and the time it was
+    handed in (aware datetime), unless the student already has a score, which stays. Returns
+    whether a zero was recorded."""
+    from datetime import UTC
+
     with gradebook(root) as gb:
         if has_score(gb, lesson, student):
             return False
         gb.update_or_create_student(student)
-        submission = gb.update_or_create_submission(lesson, student)
+        when = {} if timestamp is None else \
+            {"timestamp": timestamp.astimezone(UTC).replace(tzinfo=None)}  # nbgrader: naive UTC
+        submission = gb.update_or_create_submission(lesson, student, **when)
         for nb in submission.notebooks:
             for g in nb.grades:
                 if g.cell.cell_type == "code":
