@@ -311,7 +311,7 @@ def test_mistakes_lines_give_the_most_common_first(graded_class):
     tables = class_tables(root, LESSON, STATUS, RELEASED)
     lines = mistakes_lines(tables)
     attention = next(line for line in lines if line.startswith("attention_tests: "))
-    assert attention.startswith("attention_tests: 2 these are softmax(q kᵀ), 1 not attempted, 1 ")
+    assert attention.startswith("attention_tests: 2 the scores are not divided by √d_k, 1 not attempted, 1 ")
 
 
 def test_the_chart_is_a_png_a_reader_can_read(graded_class):

@@ -113,7 +113,8 @@ def _weight_mistakes(q: np.ndarray, k: np.ndarray, d_v: int, d_model: int | None
     d_k = q.shape[1]
     raw = q @ k.T
     found = [
-        (ref.softmax(raw), "these are softmax(q kᵀ) — divide the scores by √d_k before the softmax"),
+        (ref.softmax(raw), "the scores are not divided by √d_k: these are softmax(q kᵀ) — divide the "
+         "scores by √d_k before the softmax"),
         (ref.softmax(raw / d_k), "you divided the scores by d_k; divide by √d_k (np.sqrt(d_k))"),
         (ref.softmax(raw / math.sqrt(d_k), axis=0),
          "the softmax ran over the query axis (axis 0): each row — one query — must sum to 1 "

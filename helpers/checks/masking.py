@@ -136,7 +136,8 @@ def _weight_mistakes(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None
     scaled = raw / math.sqrt(d_k)
     if mask is None:
         return [
-            (torch.softmax(raw, -1), "these are softmax(q kᵀ) — divide the scores by √d_k first"),
+            (torch.softmax(raw, -1), "the scores are not divided by √d_k: these are softmax(q kᵀ) — "
+                                     "divide the scores by √d_k first"),
             (torch.softmax(raw / d_k, -1), "you divided the scores by d_k; divide by √d_k"),
             (torch.softmax(scaled, -2), "the softmax ran over the query axis (dim=-2); each query's "
                                         "weights must sum to 1 over the keys (dim=-1)"),
