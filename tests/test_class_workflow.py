@@ -183,6 +183,10 @@ def test_the_formgrader_lists_every_submission_with_its_autograde(course, formgr
     notebooks = formgrader(f"/formgrader/api/submitted_notebooks/{LESSON}/{LESSON}")
     flagged = {n["student"]: n["flagged"] for n in notebooks}
     assert flagged["patcher"] and not flagged["blank"]  # ... and flagged, where the instructor looks
+    alice = next(n for n in notebooks if n["student"] == "alice")  # flagged: an added cell writes a file
+    notes = [c["auto_comment"] for c in formgrader(f"/formgrader/api/comments?submission_id={alice['id']}")
+             if c["auto_comment"] and c["auto_comment"].startswith(records.FOR_INSTRUCTOR)]
+    assert flagged["alice"] and len(notes) == 1 and "file-access" in notes[0]
 
 
 def test_a_hand_grade_reaches_the_export_and_the_feedback_without_rerunning(course, formgrader):
@@ -208,6 +212,7 @@ def test_a_hand_grade_reaches_the_export_and_the_feedback_without_rerunning(cour
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = (root / "feedback" / "alice" / LESSON / f"{LESSON}.html").read_text()
     assert "Clear reasoning about the rows." in page
+    assert records.FOR_INSTRUCTOR.strip() not in page  # the review note stays in the formgrader
     assert SECRET_LINE not in page
     runs = root / "autograded" / "alice" / LESSON / "runs.txt"
     assert runs.read_text().count("ran") == 1, "feedback must not run the notebook again"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 HOLD = "Held for review: "  # how the comments that hold a score at zero begin
 NOT_GRADED = "Not graded: "
+FOR_INSTRUCTOR = "For the instructor (left out of feedback): "  # review notes in the formgrader
 
 
 @contextlib.contextmanager
@@ -143,11 +144,17 @@ def _answer_order(lesson: str) -> dict[str, int]:
 
 
 def flag(root: Path, lesson: str, student: str, details: str) -> None:
-    """Flag a submission for the instructor's look (the formgrader shows the flag); ``details``
-    go to ``<root>/review/<lesson>/<student>.txt``, not into the student's feedback."""
+    """Flag a submission for the instructor's look. ``details`` go into the formgrader, as an
+    automatic comment beginning with ``FOR_INSTRUCTOR`` (which feedback pages leave out), and
+    to ``<root>/review/<lesson>/<student>.txt``."""
     with gradebook(root) as gb:
         nb = gb.find_submission_notebook(lesson, lesson, student)
         nb.flagged = True
+        order = _answer_order(lesson)
+        free = [c for c in nb.comments if not c.auto_comment or c.auto_comment.startswith(FOR_INSTRUCTOR)]
+        if free:
+            min(free, key=lambda c: order.get(c.name, len(order))).auto_comment = \
+                FOR_INSTRUCTOR + details.strip()
         gb.db.commit()
     notes = Path(root) / "review" / lesson
     notes.mkdir(parents=True, exist_ok=True)

@@ -68,6 +68,18 @@ class StripGradeTracebacks(NbGraderPreprocessor):
         return cell, resources
 
 
+class HideInstructorNotes(NbGraderPreprocessor):
+    """Leave the grading's notes to the instructor (``records.FOR_INSTRUCTOR``) out of feedback."""
+
+    def preprocess_cell(self, cell, resources, index):
+        from .records import FOR_INSTRUCTOR
+
+        meta = cell.metadata.get("nbgrader", {})
+        if str(meta.get("comment") or "").startswith(FOR_INSTRUCTOR):
+            meta["comment"] = None
+        return cell, resources
+
+
 class KeepLastCopy(NbGraderPreprocessor):
     """Of several cells with the same grade_id (a student pasted a second copy), keep the last.
 
@@ -200,6 +212,7 @@ def configure(c: Config, root: str | Path = COURSE_ROOT, exchange: str | Path | 
     ]
     c.GenerateFeedback.preprocessors = [
         GetGrades,
+        HideInstructorNotes,
         ClearHiddenTests,
         StripGradeTracebacks,
         CSSHTMLHeaderPreprocessor,
