@@ -1,22 +1,25 @@
-"""Grade a class: import submissions, autograde them in parallel, feedback, gradebook CSV.
+"""Grade a class: preflight, import, autograde in parallel, feedback, CSVs and the mistakes table.
 
-    python -m helpers.grading.autograde LESSON SUBMISSIONS [--root grading] [--workers 2]
+    python -m helpers.grading.autograde LESSON SUBMISSIONS [--student ID] [--due DATE] [--workers 2]
+    python -m helpers.grading.autograde LESSON --feedback [--zip]     # again, from the gradebook
+    python -m helpers.grading.autograde LESSON --restore ID           # take back a hold for review
 
-``SUBMISSIONS`` is either nbgrader's ``submitted/`` layout (``<student>/<LESSON>/<LESSON>.ipynb``)
-or a flat folder of downloaded files (``.ipynb`` and ``.zip``), whose student ids are read from
-the file names with a regular expression (``--pattern``; by default the text before the first
-``_``, ``-`` or ``.``, as in ``alice_02_attention_lookup.ipynb``).
+``SUBMISSIONS`` is nbgrader's layout (``<student>/<LESSON>/<LESSON>.ipynb``), a folder of files
+downloaded from a learning platform, or both (``helpers.grading.submissions``). Everything goes
+to the course root (``grading/``, see ``helpers.grading.settings``).
 
 Everything is nbgrader's own machinery: ``generate_assignment`` records the hidden tests in the
-gradebook of the grading root, ``autograde`` runs each notebook, ``generate_feedback`` and the
-CSV export plugin write the results. Parallelism: nbgrader grades one notebook at a time and
-its SQLite gradebook must not be written by several processes, so each worker grades its share
-of the class in a course root of its own (a copy of the gradebook) and one process merges the
-workers' grades back into the main gradebook.
+gradebook, ``autograde`` runs each notebook (in the sandbox, ``helpers.grading.execute``),
+``generate_feedback`` and the CSV export plugin write the results. Parallelism: nbgrader grades
+one notebook at a time and its SQLite gradebook must not be written by several processes, so
+each worker grades its share of the class in a course root of its own (a copy of the gradebook)
+and one process merges the workers' grades back (``helpers.grading.records``).
 
-Nothing is lost: a submission that cannot be graded (not valid JSON, a dead kernel, a timeout
-that kills the notebook, a missing notebook) is reported by name with the reason and gets a
-recorded zero; the others are graded regardless.
+Nothing is lost: before grading, one kernel runs the lesson's setup cell exactly as grading will,
+and if the machinery fails there or during the run, grading stops with exit status 2 and no
+score is changed. A submission that cannot be graded (not a notebook, another lesson's) is named
+with the reason, gets a feedback page saying why and a recorded zero — unless the student
+already has a score, which stays.
 """
 
 from __future__ import annotations
@@ -197,7 +200,7 @@ def _machinery_reason(text: str) -> str:
     return "the grading machinery failed"
 
 
-# What an error in a graded cell says about the limits the cell ran into (see helpers.sandbox).
+# What an error in a graded cell says about the limits the cell ran into (see helpers.grading.sandbox).
 _LIMIT_SIGNS = (("memory limit", "MemoryError", ""),
                 ("process limit", "", "Resource temporarily unavailable"),
                 ("process limit", "RuntimeError", "can't start new thread"),
