@@ -19,6 +19,7 @@ import pytest
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
+import helpers
 from helpers.grading import sandbox
 from helpers.grading.warmkernel import KERNEL_NAME, WarmServer
 
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.skipif(
     reason="no sandbox on this machine (needs root or user namespaces): " + sandbox.status())
 
 VENV = Path(sys.prefix).resolve()  # the course's environment, which the kernels run
+INSTALLED = Path(helpers.__file__).resolve().parent.parent  # where `import helpers` finds it
 LESSON = "01_lesson"
 
 # name: (folder to create the place in, prefix of its name, where the course's .venv points)
@@ -168,7 +170,9 @@ def place(request) -> Place:
         ipc.mkdir(parents=True)
         ipc.chmod(0o1777)
         policy = sandbox.course_policy(repo, grading, writable=(str(ipc),))
-        policy = dataclasses.replace(policy, keep=(*policy.keep, *keep))  # as sys.prefix would be
+        # as sys.prefix would be; and the checkout the environment installed `helpers` from
+        # (editable), which a real course's policy keeps as its repository
+        policy = dataclasses.replace(policy, keep=(*policy.keep, *keep, str(INSTALLED)))
         server = WarmServer.start(folder, policy=policy, prefix=sandbox.launcher())
         specs = KernelSpecManager(kernel_dirs=[str(server.kernelspec(folder / "share") / "kernels")])
         manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs,
