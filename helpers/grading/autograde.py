@@ -43,7 +43,7 @@ from ..build import ROOT
 from . import records, sandbox
 from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS, GradingMachineryError, is_cap_marker
 from .settings import COURSE_ROOT, configure, offline_feedback
-from .submissions import DEFAULT_PATTERN, DuplicateStudentError, import_submissions, unreadable_reason
+from .submissions import DEFAULT_PATTERN, DuplicateStudentError, import_submissions
 
 
 @dataclass
@@ -56,7 +56,6 @@ class ClassReport:
     interrupted: dict[str, list[str]] = field(default_factory=dict)  # student -> cells stopped at the limit
     crashed: dict[str, list[str]] = field(default_factory=dict)  # student -> cells the kernel died in
     limited: dict[str, list[str]] = field(default_factory=dict)  # student -> "limit in cell"
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it was not imported)
     imported: list[str] = field(default_factory=list)  # what the import said (times, wrong lessons)
     max_score: float = 0.0
     seconds: float = 0.0
@@ -161,7 +160,7 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
     """
     api = course_api(root, timeout, hide=hide, sandboxed=sandboxed, warm=warm)
     outcome: dict[str, str] = {}
-    streak: list[str] = []
+    streak: list[str] = []  # the last students who failed, all for the same reason
     for student in students:
         result = api.autograde(lesson, student, force=True, create=True)
         if result["success"]:
@@ -171,10 +170,10 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
         if GradingMachineryError.__name__ in text:
             return {"outcome": outcome, "machinery": _machinery_reason(text)}
         reason = _failure_reason(result.get("log", "") + "\n" + result.get("error", ""))
-        streak = [*streak, reason] if streak and streak[-1] == reason else [reason]
+        streak = [*streak, student] if streak and outcome[streak[-1]] == reason else [student]
         outcome[student] = reason
         if len(streak) >= REPEATED_FAILURES and not _student_caused(reason):
-            for s in streak_students(outcome, len(streak)):
+            for s in streak:
                 del outcome[s]  # the same failure every time: the machinery, not the students
             return {"outcome": outcome, "machinery": f"{len(streak)} submissions in a row failed "
                     f"the same way: {reason}"}
@@ -182,11 +181,6 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
 
 
 REPEATED_FAILURES = 3
-
-
-def streak_students(outcome: dict[str, str], n: int) -> list[str]:
-    """The last ``n`` students graded (dicts keep their order)."""
-    return list(outcome)[-n:]
 
 
 def _student_caused(reason: str) -> bool:
@@ -400,7 +394,7 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
     preflight(lesson, root, timeout, sandboxed, warm)
     prepare(lesson, root)
     imported = import_submissions(lesson, submissions, root, pattern, keep_latest=keep_latest, tz=tz)
-    students, report.skipped, report.imported = imported.students, imported.skipped, imported.lines()
+    students, report.imported = imported.students, imported.lines()
     if only:
         report.imported += [f"  {s}: left as it is (not among the students asked for)"
                             for s in students if s not in only]
@@ -426,8 +420,7 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
     for student in students:
         why = imported.unreadable.get(student) or (
             f"this is the notebook of lesson {imported.wrong_lesson[student]}, not {lesson}"
-            if student in imported.wrong_lesson else
-            unreadable_reason(root / "submitted" / student / lesson / f"{lesson}.ipynb"))
+            if student in imported.wrong_lesson else None)
         if why:
             report.failed[student] = why
         else:

@@ -68,14 +68,12 @@ class GuardedExecute(Execute):
     warm = Bool(True, help="fork kernels from a server that imported the libraries once").tag(config=True)
     hidden_paths = List(Unicode(), help="folders and files kernels must not see, besides the "
                         "course root and solutions/").tag(config=True)
-    course_root = Unicode("", help="the course root to hide when the notebook does not come "
-                          "from nbgrader's gradebook").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         NotebookClient.__init__(self, nb, km)
         self.reset_execution_trackers()
         self._check_assign_resources(resources)
-        self._course_root = _root_of(self.resources) or self.course_root
+        self._course_root = _root_of(self.resources)
         cells, lost, start, restarts = self.nb.cells, set(), 0, 0
         while start < len(cells):
             current, started = start, False
@@ -138,7 +136,7 @@ class GuardedExecute(Execute):
         from ..build import ROOT
         from . import sandbox
 
-        grading_root = self._course_root or str(ROOT / "solutions")
+        grading_root = self._course_root or str(ROOT / "solutions")  # no course root: hide nothing more
         return sandbox.course_policy(ROOT, Path(grading_root), hide=tuple(
             p for p in self.hidden_paths if os.path.exists(p)))
 

@@ -190,7 +190,6 @@ def configure(c: Config, root: str | Path = COURSE_ROOT, exchange: str | Path | 
     # Kernels never see the hidden tests, the exchange or (through the course root) any
     # submission or gradebook; see helpers.grading.sandbox.
     c.GuardedExecute.hidden_paths = [str(ROOT / "solutions"), str(exchange or DEFAULT_EXCHANGE)]
-    c.GuardedExecute.course_root = str(root)
     c.OverwriteCells.add_missing_cells = True
     c.Autograde.sanitize_preprocessors = [
         ClearOutput,
