@@ -23,6 +23,7 @@ Modules, by what a learner looks for:
 - ``claims``      lesson 10: the reasons behind each claim, shown once it is answered
 - ``plots``       figures (each takes ``ax=None`` and returns the Axes)
 - ``widgets``     thin ipywidgets wrappers with a static fallback
+- ``paths``       where the shipped results are: data/ of the checkout, or $ATTENTION_DATA
 - ``runtime``     a fixed number of torch threads for steady timings and reproducible training
 - ``build``       ``python -m helpers.build``: solution notebooks and student release
 - ``slides``      ``python -m helpers.slides``: offline reveal.js decks of the lessons

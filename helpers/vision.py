@@ -27,10 +27,10 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from . import image_task
+from . import image_task, paths
 from .runtime import threads
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "vision"
+DATA_DIR = paths.data_root() / "vision"
 MODEL_NAMES = ("vit", "cnn")
 
 
@@ -291,7 +291,7 @@ def run_experiment(config: TrainConfig = DEFAULT, out_dir: Path = DATA_DIR, proc
 
 def load_results(directory: Path = DATA_DIR) -> dict:
     """The results written by ``run_experiment`` (by default the shipped ones in data/vision/)."""
-    path = Path(directory) / "results.json"
+    path = paths.require(directory) / "results.json"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `python -m helpers.vision` to create it")
     return json.loads(path.read_text())
@@ -299,7 +299,7 @@ def load_results(directory: Path = DATA_DIR) -> dict:
 
 def load_model(name: str, directory: Path = DATA_DIR) -> nn.Module:
     """Model ``name`` with the weights stored in ``directory`` (by default the shipped ones), in eval mode."""
-    path = Path(directory) / f"{name}.pt"
+    path = paths.require(directory) / f"{name}.pt"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `python -m helpers.vision` to create it")
     model = build(name)

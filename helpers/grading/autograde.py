@@ -465,6 +465,28 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
     return report
 
 
+def collect(lesson: str, root: Path = COURSE_ROOT) -> Path:
+    """Collect the lesson's submissions from nbgrader's exchange (a class hub) into
+    ``root/collected/<student>/<lesson>/``, nbgrader's layout, ready for ``grade_class``. A
+    student who submitted several times is collected once, with the latest submission."""
+    api = course_api(root)
+    api.coursedir.submitted_directory = "collected"
+    result = api.collect(lesson)
+    if not result["success"]:
+        raise GradingMachineryError(f"nbgrader could not collect {lesson} from the exchange "
+                                    f"{api.config.Exchange.root or 'default'}:\n{result.get('log', '')}")
+    return Path(root) / "collected"
+
+
+def release_feedback(lesson: str, root: Path = COURSE_ROOT) -> str:
+    """Hand the lesson's feedback pages to the students through nbgrader's exchange; its log."""
+    result = course_api(root).release_feedback(lesson)
+    if not result["success"]:
+        raise GradingMachineryError(f"nbgrader could not release the feedback of {lesson}:\n"
+                                    f"{result.get('log', '')}")
+    return result.get("log", "")
+
+
 def write_feedback(lesson: str, root: Path = COURSE_ROOT, students: list[str] | None = None) -> list[Path]:
     """nbgrader's feedback pages, from the gradebook (hand grades and comments included) and
     the autograded notebooks: no student code runs. Default: every graded student."""
@@ -568,7 +590,9 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Exit status: 0 when every submission was accounted for, 2 when the grading "
                "machinery failed (nothing or only part was graded; no score was lost).")
     parser.add_argument("lesson")
-    parser.add_argument("submissions", type=Path, nargs="?")
+    parser.add_argument("submissions", type=Path, nargs="?",
+                        help="a folder of submissions, or 'exchange' to collect them first from "
+                             "nbgrader's exchange (a class hub)")
     parser.add_argument("--root", type=Path, default=COURSE_ROOT,
                         help="course root: gradebook, submitted/, autograded/, feedback/, CSVs "
                              "(default: grading/, the root nbgrader_config.py sets)")
@@ -591,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
                              "included); no student code runs")
     parser.add_argument("--zip", action="store_true",
                         help="with --feedback: also one zip per student in <root>/return/<lesson>/")
+    parser.add_argument("--release", action="store_true",
+                        help="with --feedback: hand the pages to the students through nbgrader's "
+                             "exchange (a class hub), where they fetch them in the Assignments tab")
     parser.add_argument("--restore", metavar="ID",
                         help="take back the hold for review of this student's score")
     parser.add_argument("--preflight", action="store_true",
@@ -630,9 +657,15 @@ def main(argv: list[str] | None = None) -> int:
             if args.zip:
                 zips = return_zips(args.lesson, args.root)
                 print(f"{len(zips)} zips to return in {args.root / 'return' / args.lesson}")
+            if args.release:
+                release_feedback(args.lesson, args.root)
+                print(f"feedback of {args.lesson} released: students fetch it in the Assignments tab")
             return 0
         if args.submissions is None:
             parser.error("give the folder of submissions")
+        if str(args.submissions) == "exchange":
+            args.submissions = collect(args.lesson, args.root)
+            print(f"collected from the exchange into {args.submissions}")
         report = grade_class(args.lesson, args.submissions, args.root, args.workers, args.pattern,
                              args.timeout, feedback=not args.no_feedback, warm=not args.cold,
                              sandboxed=not args.no_sandbox, only=args.student, due=args.due,

@@ -172,6 +172,7 @@ def configure(c: Config, root: str | Path = COURSE_ROOT, exchange: str | Path | 
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    exchange = exchange or os.environ.get("ATTENTION_EXCHANGE") or None  # set on the class hub
     c.CourseDirectory.root = str(root)
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.source_directory = str(ROOT / "solutions")

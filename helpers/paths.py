@@ -1,0 +1,31 @@
+"""Where the course's shipped results live: ``data/`` of the checkout, or ``$ATTENTION_DATA``.
+
+A checkout (``make setup``, an editable install) finds ``data/`` beside ``helpers/``. An
+installed copy of the helpers (a shared class environment, a container image) has no checkout
+beside it: there ``ATTENTION_DATA`` names the folder holding ``sentiment/`` and ``vision/``
+(``make hub`` sets it for every user).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CHECKOUT_DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def data_root() -> Path:
+    """The folder holding ``sentiment/`` and ``vision/``."""
+    configured = os.environ.get("ATTENTION_DATA")
+    return Path(configured) if configured else CHECKOUT_DATA
+
+
+def require(folder: Path) -> Path:
+    """``folder``, or an error that says where the results were looked for and how to point there."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"the course's trained results are not at {folder}. In a checkout they are in data/; "
+            "for an installed copy of the helpers set ATTENTION_DATA to the folder that holds "
+            "sentiment/ and vision/.")
+    return folder

@@ -1,0 +1,352 @@
+"""A class on one JupyterHub: the layout of the hub's folders, who is a student or an
+instructor, what each one's server gets, and per-user limits.
+
+``jupyterhub_config.py`` applies ``configure``; ``make hub`` prepares the folders
+(``hub/install.sh``) and the accounts (``hub/roster.py``) first. Everything here is plain
+JupyterHub: PAM logins of real Linux accounts, the local process spawner, an idle culler as
+a hub service, and nbgrader's exchange on a shared folder.
+
+Layout under the prefix (``HUB_PREFIX``, default /srv/attention-from-scratch)::
+
+    env/        the one course environment every server runs from (root-owned, read-only)
+    proxy/      configurable-http-proxy from the npm registry
+    data/       the shipped trained results; ATTENTION_DATA points here
+    jupyter/    Jupyter settings per role: jupyter/student, jupyter/instructor
+    course/     the instructors' copy of the course (solutions, gradebook); students cannot enter
+    state/      the hub's database, cookie secret and first passwords (root only)
+"""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import pwd
+from dataclasses import dataclass, field
+from pathlib import Path
+
+COURSE_ID = "attention-from-scratch"
+STUDENTS, INSTRUCTORS = "attention-students", "attention-instructors"
+ROLES = {"student": STUDENTS, "instructor": INSTRUCTORS}
+HERE = Path(__file__).resolve().parent
+
+# nbgrader's JupyterLab plugins and server extensions, by who may see them.
+NBGRADER_PLUGINS = {
+    "formgrader": "@jupyter/nbgrader:formgrader",
+    "create-assignment": "@jupyter/nbgrader:create-assignment",
+    "course-list": "@jupyter/nbgrader:course-list",
+    "assignment-list": "@jupyter/nbgrader:assignment-list",
+    "validate-assignment": "@jupyter/nbgrader:validate-assignment",
+}
+NBGRADER_SERVER = {
+    "formgrader": "nbgrader.server_extensions.formgrader",
+    "course-list": "nbgrader.server_extensions.course_list",
+    "assignment-list": "nbgrader.server_extensions.assignment_list",
+    "validate-assignment": "nbgrader.server_extensions.validate_assignment",
+}
+# JupyterLab's news and update check: a request to the internet and a pop-up in class.
+NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
+# What each kind of user sees of nbgrader. A learner on their own machine (`make lab`) has no
+# exchange, so no Assignments tab either; a student on the hub fetches and submits there.
+ROLE_TOOLS = {
+    "learner": {"validate-assignment"},
+    "student": {"assignment-list", "validate-assignment"},
+    "instructor": set(NBGRADER_PLUGINS),
+}
+
+
+def role_settings(role: str) -> dict[str, dict]:
+    """The Jupyter settings files of ``role``: {relative path: JSON content}."""
+    shown = ROLE_TOOLS[role]
+    disabled = {plugin: True for tool, plugin in NBGRADER_PLUGINS.items() if tool not in shown}
+    disabled[NEWS_PLUGIN] = True
+    if role == "learner":
+        disabled["@jupyter/nbgrader:menu"] = True  # nothing of it is for a learner on their own
+    server = {module: tool in shown for tool, module in NBGRADER_SERVER.items()}
+    return {
+        "labconfig/page_config.json": {"disabledExtensions": disabled},
+        "jupyter_server_config.json": {"ServerApp": {"jpserver_extensions": server}},
+    }
+
+
+def write_role_settings(folder: Path, role: str, exchange: Path | None = None,
+                        course: Path | None = None) -> Path:
+    """Write ``role``'s settings into ``folder`` (a JUPYTER_CONFIG_PATH entry). With
+    ``exchange``, an nbgrader_config.py that names the course and the exchange; for instructors
+    with ``course``, one that applies the course's own nbgrader settings from any folder."""
+    folder = Path(folder)
+    for rel, content in role_settings(role).items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(content, indent=2) + "\n")
+    if exchange is not None:
+        lines = ['"""nbgrader on the class hub: one course, one exchange (written by make hub)."""',
+                 "c = get_config()  # noqa: F821",
+                 f"c.CourseDirectory.course_id = {COURSE_ID!r}",
+                 f"c.Exchange.root = {str(exchange)!r}"]
+        if role == "instructor" and course is not None:
+            lines += ["import sys",
+                      f"sys.path.insert(0, {str(course)!r})",
+                      "from helpers.grading.settings import configure",
+                      f"configure(c, exchange={str(exchange)!r})"]
+        (folder / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@dataclass
+class Settings:
+    """The hub's settings, from the environment ``make hub`` passes (see the README)."""
+
+    prefix: Path = Path("/srv/attention-from-scratch")
+    env: Path | None = None  # the course environment; default prefix/env
+    exchange: Path = Path("/srv/nbgrader/exchange")
+    ip: str = "127.0.0.1"
+    port: int = 8000
+    student_memory: str = "2G"
+    student_cpus: float = 1.0
+    instructor_memory: str = "6G"
+    instructor_cpus: float = 2.0
+    cull_after_s: int = 3600
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> Settings:
+        get = environ.get
+        return cls(prefix=Path(get("HUB_PREFIX", cls.prefix)),
+                   env=Path(get("HUB_ENV")) if get("HUB_ENV") else None,
+                   exchange=Path(get("HUB_EXCHANGE", cls.exchange)),
+                   ip=get("HUB_IP", cls.ip), port=int(get("HUB_PORT", cls.port)),
+                   student_memory=get("HUB_STUDENT_MEMORY", cls.student_memory),
+                   student_cpus=float(get("HUB_STUDENT_CPUS", cls.student_cpus)),
+                   instructor_memory=get("HUB_INSTRUCTOR_MEMORY", cls.instructor_memory),
+                   instructor_cpus=float(get("HUB_INSTRUCTOR_CPUS", cls.instructor_cpus)),
+                   cull_after_s=int(get("HUB_CULL_AFTER", cls.cull_after_s)))
+
+    @property
+    def env_dir(self) -> Path:
+        return self.env or self.prefix / "env"
+
+    def path(self, name: str) -> Path:
+        return self.prefix / name
+
+    @property
+    def course(self) -> Path:
+        return self.prefix / "course"
+
+    @property
+    def state(self) -> Path:
+        return self.prefix / "state"
+
+
+def role_of(username: str) -> str | None:
+    """'instructor', 'student' or None, from the user's Linux groups (instructor wins)."""
+    try:
+        user = pwd.getpwnam(username)
+    except KeyError:
+        return None
+    groups = {g.gr_name for g in grp.getgrall() if username in g.gr_mem}
+    try:
+        groups.add(grp.getgrgid(user.pw_gid).gr_name)
+    except KeyError:
+        pass
+    if INSTRUCTORS in groups:
+        return "instructor"
+    if STUDENTS in groups:
+        return "student"
+    return None
+
+
+def user_environment(settings: Settings, role: str) -> dict[str, str]:
+    """What a ``role`` user's server (and every kernel and terminal in it) gets in its environment."""
+    env = {
+        "JUPYTER_CONFIG_PATH": str(settings.path("jupyter") / role),
+        "ATTENTION_DATA": str(settings.path("data")),
+        "ATTENTION_EXCHANGE": str(settings.exchange),
+        "PATH": f"{settings.env_dir / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        # a kernel or lesson must never fetch: keep tools off the network by default
+        "HF_HUB_OFFLINE": "1",
+    }
+    if role == "instructor":
+        # the instructors' copy of the course comes first: its helpers know solutions/ and grading/
+        env["PYTHONPATH"] = str(settings.course)
+    return env
+
+
+# ------------------------------------------------------------------ per-user limits
+
+def parse_bytes(text: str) -> int:
+    """'2G' → 2 GiB; also K, M, T and plain byte counts."""
+    text = str(text).strip().upper().removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    if text and text[-1] in scale:
+        return int(float(text[:-1]) * scale[text[-1]])
+    return int(text)
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_NAME = "attention-hub"
+
+
+def cgroup_dirs(username: str, root: Path = CGROUP_ROOT) -> dict[str, Path]:
+    """The user's cgroup folders: cgroup v1 'memory' and 'cpu', or the one v2 folder."""
+    if (root / "cgroup.controllers").exists():  # unified hierarchy (v2)
+        return {"v2": root / CGROUP_NAME / username}
+    return {c: root / c / CGROUP_NAME / username for c in ("memory", "cpu") if (root / c).is_dir()}
+
+
+def apply_limits(username: str, memory: str, cpus: float, root: Path = CGROUP_ROOT) -> list[Path]:
+    """Create the user's cgroups with a memory cap and a CPU quota; the folders whose
+    ``cgroup.procs`` the user's server joins. Raises OSError where cgroups are not writable."""
+    dirs = cgroup_dirs(username, root)
+    mem, period = parse_bytes(memory), 100_000
+    quota = max(1000, int(cpus * period))
+    for kind, folder in dirs.items():
+        folder.mkdir(parents=True, exist_ok=True)
+        if kind == "v2":
+            parent = folder.parent
+            (parent / "cgroup.subtree_control").write_text("+memory +cpu")
+            (folder / "memory.max").write_text(str(mem))
+            (folder / "cpu.max").write_text(f"{quota} {period}")
+        elif kind == "memory":
+            (folder / "memory.limit_in_bytes").write_text(str(mem))
+        elif kind == "cpu":
+            (folder / "cpu.cfs_period_us").write_text(str(period))
+            (folder / "cpu.cfs_quota_us").write_text(str(quota))
+    return list(dirs.values())
+
+
+def remove_limits(username: str, root: Path = CGROUP_ROOT) -> None:
+    """Remove the user's (empty) cgroups once their server has stopped."""
+    for folder in cgroup_dirs(username, root).values():
+        try:
+            folder.rmdir()
+        except OSError:
+            pass  # still in use, or never made
+
+
+def memory_in_use(username: str, root: Path = CGROUP_ROOT) -> int | None:
+    """Bytes the user's processes use now (their cgroup's count), or None without cgroups."""
+    for kind, folder in cgroup_dirs(username, root).items():
+        name = {"v2": "memory.current", "memory": "memory.usage_in_bytes"}.get(kind)
+        if name and (folder / name).exists():
+            return int((folder / name).read_text())
+    return None
+
+
+def make_spawner_class():
+    """LocalProcessSpawner with the course's roles: each user's server runs as that Linux user
+    from the shared environment, with the role's settings, inside the user's cgroup."""
+    from jupyterhub.spawner import LocalProcessSpawner
+
+    class ClassSpawner(LocalProcessSpawner):
+        cgroups: list[Path] = []
+        umask: int = 0o022
+
+        def make_preexec_fn(self, name):
+            switch_user = super().make_preexec_fn(name)
+            cgroups, umask = list(self.cgroups), self.umask
+
+            def preexec():
+                for folder in cgroups:  # still root here: join the user's cgroups, then switch
+                    (folder / "cgroup.procs").write_text(str(os.getpid()))
+                os.umask(umask)
+                switch_user()
+
+            return preexec
+
+    return ClassSpawner
+
+
+def pre_spawn(settings: Settings):
+    """The hub's pre-spawn hook: the role's environment, folder, limits and umask."""
+
+    def hook(spawner):
+        name = spawner.user.name
+        role = role_of(name)
+        if role is None:
+            raise PermissionError(f"{name} is in neither {STUDENTS} nor {INSTRUCTORS}")
+        spawner.environment.update(user_environment(settings, role))
+        if role == "instructor":
+            spawner.notebook_dir = str(settings.course)
+            spawner.umask = 0o002  # instructors share the course folder (group-writable)
+            memory, cpus = settings.instructor_memory, settings.instructor_cpus
+        else:
+            spawner.notebook_dir = "~"
+            memory, cpus = settings.student_memory, settings.student_cpus
+        spawner.mem_limit, spawner.cpu_limit = parse_bytes(memory), cpus
+        try:
+            spawner.cgroups = apply_limits(name, memory, cpus)
+        except OSError as err:
+            spawner.cgroups = []
+            spawner.log.warning("No memory/CPU limit for %s: cgroups are not writable here (%s)", name, err)
+
+    return hook
+
+
+def post_stop(spawner) -> None:
+    """The hub's post-stop hook: the user's cgroups go with the server."""
+    remove_limits(spawner.user.name)
+
+
+def configure(c, settings: Settings) -> None:
+    """The whole hub configuration for the class (``jupyterhub_config.py`` calls this)."""
+    env = settings.env_dir
+    settings.state.mkdir(parents=True, exist_ok=True)
+    os.chmod(settings.state, 0o700)
+    c.JupyterHub.ip, c.JupyterHub.port = settings.ip, settings.port
+    c.JupyterHub.hub_ip = "127.0.0.1"
+    # The hub's own API and the proxy's API listen on loopback, on the two ports after the hub's.
+    c.JupyterHub.hub_port = settings.port + 1
+    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{settings.port + 2}"
+    c.JupyterHub.db_url = f"sqlite:///{settings.state / 'jupyterhub.sqlite'}"
+    c.JupyterHub.cookie_secret_file = str(settings.state / "jupyterhub_cookie_secret")
+    c.ConfigurableHTTPProxy.command = [str(settings.path("proxy") / "node_modules" / ".bin" /
+                                           "configurable-http-proxy")]
+    c.ConfigurableHTTPProxy.pid_file = str(settings.state / "proxy.pid")
+    c.ConfigurableHTTPProxy.debug = False
+    # Logins: the Linux accounts of the roster (hub/roster.py), checked by PAM.
+    c.JupyterHub.authenticator_class = "jupyterhub.auth.PAMAuthenticator"
+    c.PAMAuthenticator.allowed_groups = {STUDENTS, INSTRUCTORS}
+    c.PAMAuthenticator.admin_groups = {INSTRUCTORS}
+    c.PAMAuthenticator.open_sessions = False  # no systemd-logind session per server
+    # Servers: JupyterLab from the one shared environment, as the user.
+    c.JupyterHub.spawner_class = make_spawner_class()
+    c.Spawner.cmd = [str(env / "bin" / "jupyterhub-singleuser")]
+    c.Spawner.default_url = "/lab"
+    c.Spawner.pre_spawn_hook = pre_spawn(settings)
+    c.Spawner.post_stop_hook = post_stop
+    c.Spawner.start_timeout = 300  # a whole class logging in at once on a small machine
+    c.Spawner.http_timeout = 300
+    c.JupyterHub.concurrent_spawn_limit = 100
+    c.JupyterHub.active_server_limit = 0
+    # The idle culler stops servers nobody has used for cull_after_s.
+    c.JupyterHub.services = [{
+        "name": "idle-culler",
+        "command": [str(env / "bin" / "python"), "-m", "jupyterhub_idle_culler",
+                    f"--timeout={settings.cull_after_s}", "--cull-every=300"],
+    }]
+    c.JupyterHub.load_roles = [{
+        "name": "idle-culler",
+        "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+        "services": ["idle-culler"],
+    }]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python hub/classhub.py roles FOLDER [--exchange PATH] [--course PATH]``: every role's settings."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("command", choices=["roles"])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--exchange", type=Path, help="nbgrader's exchange (students and instructors)")
+    parser.add_argument("--course", type=Path, help="the instructors' copy of the course")
+    args = parser.parse_args(argv)
+    for role in ROLE_TOOLS:
+        write_role_settings(args.folder / role, role, None if role == "learner" else args.exchange,
+                            args.course)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
