@@ -72,21 +72,23 @@ hostile: build
 	$(BIN)/python -m pytest tests/test_bombs.py -m bombs -p no:cacheprovider
 
 # A class on one JupyterHub (run as root): make hub ROSTER=class.csv [HUB_PORT=8000]
-# [HUB_PREFIX=/srv/attention-from-scratch] [HUB_EXCHANGE=/srv/nbgrader/exchange]; see the README.
+# [HUB_PREFIX=/srv/attention-from-scratch] [HUB_EXCHANGE=/srv/nbgrader/exchange]; see the README,
+# "Running a class on a hub". The hub runs in the foreground; Ctrl-C stops it and every server.
 HUB_PREFIX   ?= /srv/attention-from-scratch
+HUB_ENV      ?= $(HUB_PREFIX)/env
 HUB_EXCHANGE ?= /srv/nbgrader/exchange
 HUB_PORT     ?= 8000
 HUB_IP       ?= 0.0.0.0
-export HUB_PREFIX HUB_EXCHANGE
+export HUB_PREFIX HUB_ENV HUB_EXCHANGE HUB_PORT HUB_IP
 hub-install:
 	@test "$$(id -u)" = 0 || { echo "make hub needs root: it creates accounts and starts servers as them (sudo make hub ...)"; exit 2; }
 	hub/install.sh $(HUB_PREFIX)
 
 hub: hub-install
 	@test -n "$(ROSTER)" || { echo "usage: sudo make hub ROSTER=class.csv [HUB_PORT=8000] (hub/roster.example.csv shows the columns)"; exit 2; }
-	$(HUB_PREFIX)/env/bin/python hub/roster.py "$(ROSTER)"
-	mkdir -p -m 700 $(HUB_PREFIX)/state && cd $(HUB_PREFIX)/state && HUB_PORT=$(HUB_PORT) HUB_IP=$(HUB_IP) \
-		$(HUB_PREFIX)/env/bin/jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
+	$(HUB_ENV)/bin/python hub/roster.py "$(ROSTER)"
+	mkdir -p -m 700 $(HUB_PREFIX)/state
+	cd $(HUB_PREFIX)/state && exec $(HUB_ENV)/bin/jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
 
 lint: setup
 	$(BIN)/ruff check helpers tests solutions hub

@@ -106,34 +106,24 @@ def write_roster(path: Path, rows: list[tuple[str, str, str]]) -> Path:
 
 
 def start_hub(prefix: Path, roster: list[tuple[str, str, str]]) -> Hub:
-    """Install, create the accounts, start the hub; raise with the log when it does not come up."""
+    """`make hub` as an instructor runs it (install, accounts, the hub), on loopback and a free
+    port; raise with the log when the hub does not come up."""
     users = [u for u, _, _ in roster]
     remove_users(users)  # what an interrupted earlier run may have left
     for sub in ("state", "exchange", "course"):
         shutil.rmtree(prefix / sub, ignore_errors=True)
     prefix.mkdir(parents=True, exist_ok=True)
-    exchange = prefix / "exchange"
-    env = {**os.environ, "HUB_ENV": str(HUB_ENV), "HUB_EXCHANGE": str(exchange)}
-    proc = subprocess.run([str(ROOT / "hub" / "install.sh"), str(prefix)], env=env,
-                          capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, f"hub/install.sh failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    exchange, port, log = prefix / "exchange", free_port_block(), prefix / "hub.log"
     roster_file = write_roster(prefix / "roster.csv", roster)
-    proc = subprocess.run([str(HUB_ENV / "bin" / "python"), str(ROOT / "hub" / "roster.py"),
-                           str(roster_file), "--passwords", str(prefix / "state" / "first-passwords.csv")],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"hub/roster.py failed:\n{proc.stdout}\n{proc.stderr}"
-    port = free_port_block()
-    log = prefix / "hub.log"
-    (prefix / "state").mkdir(mode=0o700, exist_ok=True)
-    hub_env = {**env, "HUB_PREFIX": str(prefix), "HUB_PORT": str(port), "HUB_IP": "127.0.0.1",
-               "HUB_CULL_AFTER": "3600"}
+    env = {**os.environ, "HUB_ENV": str(HUB_ENV)}
+    env.pop("MAKEFLAGS", None)
     with log.open("w") as out:
         process = subprocess.Popen(
-            [str(HUB_ENV / "bin" / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")],
-            cwd=prefix / "state", env=hub_env, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            ["make", "-s", "hub", f"ROSTER={roster_file}", f"HUB_PREFIX={prefix}", f"HUB_EXCHANGE={exchange}",
+             f"HUB_PORT={port}", "HUB_IP=127.0.0.1", f"HUB_ENV={HUB_ENV}"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     hub = Hub(prefix, exchange, port, process, log, users)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 1800  # a first install builds the course environment
     while True:
         try:
             with urllib.request.urlopen(f"{hub.url}/hub/api", timeout=5):
@@ -141,14 +131,14 @@ def start_hub(prefix: Path, roster: list[tuple[str, str, str]]) -> Hub:
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 stop_hub(hub)
-                raise RuntimeError(f"the hub did not start:\n{hub.log_tail()}") from None
+                raise RuntimeError(f"make hub did not start the hub:\n{hub.log_tail()}") from None
             time.sleep(0.5)
 
 
 def stop_hub(hub: Hub, remove: bool = True) -> None:
     """Stop the hub (it stops every user's server), then take the test accounts away."""
     if hub.process.poll() is None:
-        hub.process.send_signal(signal.SIGTERM)
+        os.killpg(hub.process.pid, signal.SIGTERM)  # make and the hub it runs
         try:
             hub.process.wait(60)
         except subprocess.TimeoutExpired:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, require_chromium
 from hubtools import (
+    HUB_ENV,
     SHOTS,
     Hub,
     classhub,
@@ -177,6 +178,7 @@ def test_a_class_day_in_the_browser(hub):
         assert graded.returncode == 0, \
             f"make grade on the hub failed:\n{graded.stdout[-3000:]}\n{graded.stderr[-3000:]}"
         assert "collected from the exchange" in graded.stdout
+        assert "NOT SANDBOXED" not in graded.stdout + graded.stderr
         assert (hub.settings.course / "grading" / f"mistakes_{LESSON}.csv").exists()
         subs = {s["student"]: s for s in _formgrader(teacher, hub, f"submissions/{LESSON}")}
         for user, (auto, _) in expected.items():
@@ -231,6 +233,22 @@ def page_menus(page, shot: str | None = None) -> list[str]:
         _shot(page, shot)
     page.keyboard.press("Escape")
     return items
+
+
+def test_a_student_reads_the_lessons_data_but_not_the_instructors_course(hub):
+    user = RIGHT[0]
+    probe = ("import helpers, helpers.training as t, helpers.vision as v; "
+             "print(helpers.__file__); print(len(t.load_results()), len(v.load_results()))")
+    ran = hub.as_user(user, "student", "python", "-c", probe, cwd=Path("/tmp"))
+    assert ran.returncode == 0, f"a student's kernel cannot load the shipped results:\n{ran.stderr[-2000:]}"
+    assert ran.stdout.startswith(str(HUB_ENV)), "students run the installed helpers, not a checkout"
+    course = hub.settings.course
+    for secret in (course / "solutions" / LESSON / f"{LESSON}.py", course / "grading",
+                   hub.prefix / "state" / "first-passwords.csv"):
+        peek = hub.as_user(user, "student", "cat", str(secret), cwd=Path("/tmp"))
+        assert peek.returncode != 0 and "Permission denied" in peek.stderr, f"a student can read {secret}"
+    teacher = hub.as_user(TEACHER[0], "instructor", "cat", str(course / "solutions" / LESSON / f"{LESSON}.py"))
+    assert teacher.returncode == 0, "the instructor must reach the course's solutions"
 
 
 # ------------------------------------------------------------------ a class at once
