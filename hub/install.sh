@@ -8,9 +8,9 @@
 #   course/   the instructors' copy of the course: solutions, gradebook (group attention-instructors)
 # Idempotent: dependencies are installed again only when pyproject.toml or hub/requirements.txt
 # change; the course's own files are refreshed every time. The container image of the
-# Kubernetes deployment (hub/z2jh/Dockerfile) runs this same script with COURSE_COPY=no.
+# Kubernetes deployment (hub/z2jh/Dockerfile) runs this same script with COURSE_COPY=no PROXY=no.
 #
-#   hub/install.sh [PREFIX]        environment variables: HUB_PYTHON, HUB_ENV, HUB_EXCHANGE, COURSE_COPY
+#   hub/install.sh [PREFIX]    environment: HUB_PYTHON, HUB_ENV, HUB_EXCHANGE, COURSE_COPY, PROXY
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 PREFIX="${1:-${HUB_PREFIX:-/srv/attention-from-scratch}}"
@@ -49,8 +49,8 @@ pip_install --no-deps --force-reinstall "$src"
 [ -e "$stamp" ] || touch "$stamp"
 chmod -R go-w "$ENV_DIR"
 
-# 2. The proxy.
-if [ ! -x "$PREFIX/proxy/node_modules/.bin/configurable-http-proxy" ]; then
+# 2. The proxy (not in a Kubernetes user image: there the chart runs its own).
+if [ "${PROXY:-yes}" = yes ] && [ ! -x "$PREFIX/proxy/node_modules/.bin/configurable-http-proxy" ]; then
     command -v npm >/dev/null || { say "npm is needed for configurable-http-proxy (apt-get install -y npm)"; exit 2; }
     say "installing configurable-http-proxy $PROXY_VERSION"
     mkdir -p "$PREFIX/proxy"

@@ -247,7 +247,8 @@ def test_a_student_reads_the_lessons_data_but_not_the_instructors_course(hub):
                    hub.prefix / "state" / "first-passwords.csv"):
         peek = hub.as_user(user, "student", "cat", str(secret), cwd=Path("/tmp"))
         assert peek.returncode != 0 and "Permission denied" in peek.stderr, f"a student can read {secret}"
-    teacher = hub.as_user(TEACHER[0], "instructor", "cat", str(course / "solutions" / LESSON / f"{LESSON}.py"))
+    solution = course / "solutions" / LESSON / f"{LESSON}.py"
+    teacher = hub.as_user(TEACHER[0], "instructor", "cat", str(solution))
     assert teacher.returncode == 0, "the instructor must reach the course's solutions"
 
 

@@ -77,8 +77,9 @@ def _page_config(html: str) -> dict:
 
 
 def test_role_settings_hide_what_each_role_must_not_see():
-    learner, student, instructor = (classhub.role_settings(r)["labconfig/page_config.json"]["disabledExtensions"]
-                                    for r in ("learner", "student", "instructor"))
+    learner, student, instructor = (
+        classhub.role_settings(r)["labconfig/page_config.json"]["disabledExtensions"]
+        for r in ("learner", "student", "instructor"))
     tools = classhub.NBGRADER_PLUGINS
     for hidden in ("formgrader", "create-assignment", "course-list"):
         assert learner.get(tools[hidden]) and student.get(tools[hidden])
