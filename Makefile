@@ -80,12 +80,15 @@ HUB_EXCHANGE ?= /srv/nbgrader/exchange
 HUB_PORT     ?= 8000
 HUB_IP       ?= 0.0.0.0
 export HUB_PREFIX HUB_ENV HUB_EXCHANGE HUB_PORT HUB_IP
+HUB_NEEDS_ROOT = test "$$(id -u)" = 0 || { echo "make hub needs root: it creates accounts and starts servers as them (sudo make hub ...)"; exit 2; }
 hub-install:
-	@test "$$(id -u)" = 0 || { echo "make hub needs root: it creates accounts and starts servers as them (sudo make hub ...)"; exit 2; }
+	@$(HUB_NEEDS_ROOT)
 	hub/install.sh $(HUB_PREFIX)
 
-hub: hub-install
+hub:
 	@test -n "$(ROSTER)" || { echo "usage: sudo make hub ROSTER=class.csv [HUB_PORT=8000] (hub/roster.example.csv shows the columns)"; exit 2; }
+	@$(HUB_NEEDS_ROOT)
+	hub/install.sh $(HUB_PREFIX)
 	$(HUB_ENV)/bin/python hub/roster.py "$(ROSTER)"
 	mkdir -p -m 700 $(HUB_PREFIX)/state
 	cd $(HUB_PREFIX)/state && exec $(HUB_ENV)/bin/jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py

@@ -20,12 +20,13 @@ def data_root() -> Path:
     return Path(configured) if configured else CHECKOUT_DATA
 
 
-def require(folder: Path) -> Path:
-    """``folder``, or an error that says where the results were looked for and how to point there."""
+def require(folder: Path, command: str) -> Path:
+    """``folder``, or an error that says where the results were looked for, how to point there
+    (``ATTENTION_DATA``) and which ``command`` makes them again."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(
             f"the course's trained results are not at {folder}. In a checkout they are in data/; "
             "for an installed copy of the helpers set ATTENTION_DATA to the folder that holds "
-            "sentiment/ and vision/.")
+            f"sentiment/ and vision/; `{command}` makes them again.")
     return folder

@@ -284,7 +284,7 @@ def save(results: dict, weights: dict[tuple[str, int], dict], out_dir: Path = DA
 
 def load_results(data_dir: Path = DATA_DIR) -> dict:
     """The stored results: config, parameter counts and one row of accuracies per run."""
-    path = paths.require(data_dir) / "results.json"
+    path = paths.require(data_dir, COMMAND) / "results.json"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `{COMMAND}` to train the models and write it")
     return json.loads(path.read_text())
@@ -292,7 +292,7 @@ def load_results(data_dir: Path = DATA_DIR) -> dict:
 
 def load_model(name: str, seed: int, data_dir: Path = DATA_DIR) -> nn.Module:
     """A trained model from ``data_dir``, in eval mode."""
-    path = weights_path(name, seed, paths.require(data_dir))
+    path = weights_path(name, seed, paths.require(data_dir, COMMAND))
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `{COMMAND}` to train the models")
     model = build(name)

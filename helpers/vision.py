@@ -291,7 +291,7 @@ def run_experiment(config: TrainConfig = DEFAULT, out_dir: Path = DATA_DIR, proc
 
 def load_results(directory: Path = DATA_DIR) -> dict:
     """The results written by ``run_experiment`` (by default the shipped ones in data/vision/)."""
-    path = paths.require(directory) / "results.json"
+    path = paths.require(directory, "python -m helpers.vision") / "results.json"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `python -m helpers.vision` to create it")
     return json.loads(path.read_text())
@@ -299,7 +299,7 @@ def load_results(directory: Path = DATA_DIR) -> dict:
 
 def load_model(name: str, directory: Path = DATA_DIR) -> nn.Module:
     """Model ``name`` with the weights stored in ``directory`` (by default the shipped ones), in eval mode."""
-    path = paths.require(directory) / f"{name}.pt"
+    path = paths.require(directory, "python -m helpers.vision") / f"{name}.pt"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `python -m helpers.vision` to create it")
     model = build(name)

@@ -142,10 +142,17 @@ def test_a_class_day_in_the_browser(hub):
         students = {}
         for user, _, password in (RIGHT, MISTAKE, BLANK):
             context = person()
+            began = time.monotonic()
             spage = login(context, hub, user, password)
+            if user == RIGHT[0]:  # one student alone: from the login page to JupyterLab
+                MEASURED["one_login_to_lab_s"] = round(time.monotonic() - began, 1)
             students[user] = (context, spage)
             menus = page_menus(spage, "student-menu" if user == RIGHT[0] else None)
             assert "Formgrader" not in menus and "Assignment List" in menus, f"{user} sees {menus}"
+            assert context.request.get(f"{hub.url}/user/{user}/formgrader").status == 404, \
+                "a student's server must not serve the formgrader"
+            theirs = context.request.get(f"{hub.url}/user/{TEACHER[0]}/api/contents", max_redirects=0)
+            assert theirs.status in (302, 403, 404), "a student must not reach the instructor's server"
             open_assignments(spage)
             spage.locator("#released_assignments_list button", has_text="Fetch").click()
             spage.wait_for_selector("#fetched_assignments_list .list_item a", timeout=120_000)
