@@ -41,9 +41,10 @@ build: setup
 release: setup
 	$(BIN)/python -m helpers.build release
 
-# Offline reveal.js decks of every lesson, executed from the solution notebooks: build/slides/
+# Offline reveal.js decks of every lesson (or of one: LESSON=07_transformer), executed from the
+# solution notebooks: build/slides/
 slides: build
-	$(BIN)/python -m helpers.slides build/slides
+	$(BIN)/python -m helpers.slides build/slides $(LESSON)
 
 # Autograde a class: make grade LESSON=02_attention_lookup SUBMISSIONS=path/to/submissions
 # (nbgrader's submitted/ layout or a flat folder of downloaded .ipynb/.zip files; on a class hub

@@ -5,7 +5,10 @@
 What a deck shows:
 
 - slides from each cell's ``slideshow`` metadata, as ``helpers.build`` sets it: the lesson's ``#``
-  heading is the title slide, each ``##`` heading a section slide, each ``###`` a sub-slide;
+  heading is the title slide, each ``##`` heading a section slide, each ``###`` a sub-slide —
+  also where a heading sits in the middle of a markdown cell; prose longer than ``MAX_WORDS``
+  continues on sub-slides, cut between paragraphs; a second figure on a slide moves to a
+  sub-slide of its own;
 - the input and the outputs of every code cell: figures as embedded PNG data URIs, math typeset by
   MathJax, and for a widget its static figure (``metadata.widgets`` is stripped, so nbconvert falls
   back to the PNG that ``helpers.widgets.WithFallback`` puts beside the widget).
@@ -45,6 +48,10 @@ TEMPLATE_DIR = Path(__file__).resolve().parent / "slides_template"
 SHOW_TAG, HIDE_TAG = "show-in-slides", "hide-in-slides"
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # nbclassic's MathJax has no TeX-AMS_CHTML-full
 THEME = "white"  # its fonts ship with reveal.js; nbconvert's default, "simple", imports Google Fonts
+# Prose a room can read on one slide; a longer markdown cell continues on sub-slides, split
+# between paragraphs.
+MAX_WORDS = 110
+_HEADING = re.compile(r"^(#{1,3}) \S")
 
 
 def _vendor_sources() -> dict[str, tuple[Path, list[str]]]:
@@ -116,6 +123,106 @@ def shown_in_slides(cell) -> bool:
     return cell.metadata.get("slideshow", {}).get("slide_type") != "skip" or SHOW_TAG in tags
 
 
+def _split_at_headings(source: str) -> list[str]:
+    """The markdown ``source`` cut before every ``#``, ``##`` and ``###`` heading outside code fences."""
+    pieces, current, fenced = [], [], False
+    for line in source.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if not fenced and _HEADING.match(line) and any(x.strip() for x in current):
+            pieces.append("\n".join(current).strip("\n"))
+            current = []
+        current.append(line)
+    pieces.append("\n".join(current).strip("\n"))
+    return [p for p in pieces if p.strip()]
+
+
+def _split_long(piece: str, max_words: int = MAX_WORDS) -> list[str]:
+    """``piece`` in runs of whole paragraphs of at most ``max_words`` words (a longer paragraph,
+    list or fenced block stays whole)."""
+    blocks, current, fenced = [], [], False
+    for line in piece.split("\n"):  # paragraphs: blank-line separated, fences kept together
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if current:
+                blocks.append("\n".join(current))
+                current = []
+            continue
+        current.append(line)
+    if current:
+        blocks.append("\n".join(current))
+    blocks = [part for block in blocks for part in _list_items(block, max_words)]
+    runs, run, words = [], [], 0
+    for block in blocks:
+        n = len(block.split())
+        if run and words + n > max_words:
+            runs.append("\n\n".join(run))
+            run, words = [], 0
+        run.append(block)
+        words += n
+    if run:
+        runs.append("\n\n".join(run))
+    return runs
+
+
+_ITEM = re.compile(r"^(?:[-*+]|\d+[.)]) \S")
+
+
+def _list_items(block: str, max_words: int) -> list[str]:
+    """A block longer than ``max_words`` that is a list, or ends in one: its lead-in and each
+    top-level item apart, so a long list can continue on the next sub-slide."""
+    if len(block.split()) <= max_words:
+        return [block]
+    parts, current = [], []
+    for line in block.split("\n"):
+        if _ITEM.match(line) and current:
+            parts.append("\n".join(current))
+            current = []
+        current.append(line)
+    parts.append("\n".join(current))
+    return parts
+
+
+def split_markdown(cell) -> list:
+    """A shown markdown cell as the cells its slides need: a new slide at each ``#``/``##``
+    heading, a sub-slide at each ``###`` heading and where prose runs past ``MAX_WORDS``."""
+    kind = cell.metadata.get("slideshow", {}).get("slide_type", "-")
+    out = []
+    for i, piece in enumerate(_split_at_headings(cell.source)):
+        heading = _HEADING.match(piece)
+        piece_kind = kind if i == 0 else ("subslide" if heading and len(heading.group(1)) == 3
+                                          else "slide" if heading else "subslide")
+        for j, run in enumerate(_split_long(piece)):
+            new = nbformat.from_dict(cell)
+            new.source = run
+            new.id = f"{cell.get('id', 'md')}-{len(out)}"[:64]
+            new.metadata.slideshow = {"slide_type": piece_kind if j == 0 else "subslide"}
+            out.append(new)
+    return out or [cell]
+
+
+def _has_figure(cell) -> bool:
+    return cell.cell_type == "code" and any(
+        "image/png" in out.get("data", {}) or "image/svg+xml" in out.get("data", {})
+        for out in cell.get("outputs", []))
+
+
+def one_figure_per_slide(cells: list) -> list:
+    """A code cell that draws a figure starts a sub-slide when the slide it would continue
+    already shows a figure: a projected slide holds one figure at a readable size."""
+    seen_figure = False
+    for cell in cells:
+        kind = cell.metadata.setdefault("slideshow", {}).get("slide_type", "-")
+        if kind in ("slide", "subslide"):
+            seen_figure = False
+        figure = _has_figure(cell)
+        if figure and seen_figure and kind in ("-", "fragment"):
+            cell.metadata.slideshow["slide_type"] = "subslide"
+        seen_figure = seen_figure or figure
+    return cells
+
+
 def slide_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A copy of the executed ``nb`` holding only what the slides show, widgets as their figures."""
     nb = nbformat.from_dict(nb)
@@ -132,8 +239,8 @@ def slide_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         if pending and show in ("-", "fragment"):
             cell.metadata.slideshow["slide_type"] = pending
         pending = None
-        kept.append(cell)
-    nb.cells = kept
+        kept += split_markdown(cell) if cell.cell_type == "markdown" else [cell]
+    nb.cells = one_figure_per_slide(kept)
     title = next((c.source.lstrip()[2:].split("\n")[0] for c in kept
                   if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")), None)
     if title:

@@ -347,7 +347,8 @@ def test_forty_students_at_once(hub):
     kernel = MEASURED.get("server_with_lesson_kernel_peak_mib")
     if idle and kernel:  # one idle server per student, and one lesson kernel each, in 24 GiB
         per_student_mib = kernel
-        MEASURED["load"]["students_per_24_gib_each_with_a_kernel"] = int(24 * 1024 * 0.9 // per_student_mib)
+        MEASURED["load"]["students_per_24_gib_with_a_lesson_02_kernel"] = \
+            int(24 * 1024 * 0.9 // per_student_mib)
     assert not failures, f"{len(failures)} of {len(LOAD)} students failed: {failures}"
     assert all(n == 1 for n in per_student.values()), f"submissions per student: {per_student}"
     assert all(n == 1 for n in collected_once.values()), f"collected per student: {collected_once}"

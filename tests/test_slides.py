@@ -170,6 +170,54 @@ def test_slide_rules_on_a_small_notebook():
     assert "widgets" in nb.metadata, "the input notebook is not modified"
 
 
+def test_headings_inside_a_cell_start_slides_and_long_prose_continues():
+    """A ## heading in the middle of a cell opens a slide, ### a sub-slide; a heading inside a
+    code fence does not; prose past MAX_WORDS continues on a sub-slide between paragraphs."""
+    md = nbformat.v4.new_markdown_cell
+    words = " ".join(["word"] * (slides.MAX_WORDS // 2 + 5))
+    long = md(f"## Long\n\n{words}\n\n{words}\n\n- item {words}\n- item two")
+    mixed = md("Intro text.\n\n```python\n# not a heading\n```\n\n## Second\nBody.\n\n### Detail\nMore.")
+    cells = [md("# Title"), mixed, long]
+    for cell, kind in zip(cells, ["slide", "-", "slide"]):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    out = slides.slide_notebook(nbformat.v4.new_notebook(cells=cells))
+    kinds = [(c.metadata.slideshow.slide_type, c.source.split("\n")[0]) for c in out.cells]
+    assert kinds[:4] == [("slide", "# Title"), ("-", "Intro text."), ("slide", "## Second"),
+                         ("subslide", "### Detail")]
+    assert "# not a heading" in out.cells[1].source, "a heading inside a code fence is code"
+    assert [k for k, _ in kinds[4:]] == ["slide", "subslide", "subslide"]
+    assert all(len(c.source.split()) <= slides.MAX_WORDS + 10 for c in out.cells[4:])
+    assert "\n\n".join(c.source for c in out.cells[4:]) == long.source, "nothing of the prose is lost"
+
+
+def test_a_second_figure_on_a_slide_moves_to_a_sub_slide():
+    png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
+    code = nbformat.v4.new_code_cell
+
+    def figure(src):
+        return code(src, outputs=[nbformat.v4.new_output("display_data", data=png)])
+
+    cells = [nbformat.v4.new_markdown_cell("## Two plots"), figure("plot_a()"), code("x = 1"),
+             figure("plot_b()"), nbformat.v4.new_markdown_cell("## Next"), figure("plot_c()")]
+    for cell, kind in zip(cells, ["slide", "-", "-", "-", "slide", "-"]):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    out = slides.slide_notebook(nbformat.v4.new_notebook(cells=cells))
+    kinds = [c.metadata.slideshow.slide_type for c in out.cells]
+    assert kinds == ["slide", "-", "-", "subslide", "slide", "-"]
+
+
+@pytest.mark.parametrize("lesson", lessons())
+def test_no_lesson_puts_several_headings_or_paragraphs_past_the_limit_on_one_slide(lesson):
+    for cell in slides.slide_notebook(solution_notebook(lesson)).cells:
+        if cell.cell_type != "markdown":
+            continue
+        heads = [line for line in cell.source.split("\n") if re.match(r"#{1,3} ", line)]
+        assert len(heads) <= 1 and (not heads or cell.source.startswith(heads[0])), cell.source[:200]
+        paragraphs = [p for p in cell.source.split("\n\n") if p.strip()]
+        if len(paragraphs) > 1:
+            assert len(cell.source.split()) <= slides.MAX_WORDS, cell.source[:200]
+
+
 def test_a_widget_shows_its_static_figure():
     """Widget state stripped: nbconvert falls back to the PNG that WithFallback adds."""
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
