@@ -21,7 +21,7 @@ import nbformat
 import pytest
 from conftest import ROOT
 
-from helpers.grading import records
+from helpers.grading import records, settings
 from helpers.grading.autograde import fill_notebook, grade_class, solution_answers
 
 LESSON = "02_attention_lookup"
@@ -214,6 +214,7 @@ def test_a_hand_grade_reaches_the_export_and_the_feedback_without_rerunning(cour
     assert "Clear reasoning about the rows." in page
     assert records.FOR_INSTRUCTOR.strip() not in page  # the review note stays in the formgrader
     assert SECRET_LINE not in page
+    assert page.count(settings.WRAP_OUTPUT) == 1, "a check's long message must wrap, not be cut"
     runs = root / "autograded" / "alice" / LESSON / "runs.txt"
     assert runs.read_text().count("ran") == 1, "feedback must not run the notebook again"
     assert (root / "return" / LESSON / f"alice_{LESSON}_feedback.zip").exists()

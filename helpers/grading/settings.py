@@ -148,11 +148,17 @@ class StderrIsNotFailure(NbGraderPreprocessor):
         return cell, resources
 
 
+# A check's message is one long line: wrap it in the page instead of cutting it at the edge.
+WRAP_OUTPUT = "<style>.output_subarea pre { white-space: pre-wrap; overflow-wrap: anywhere; }</style>"
+
+
 def offline_feedback(page: Path) -> None:
     """Drop the scripts a feedback page would load from the network (nbgrader's template pulls
-    MathJax from a CDN); formulas then show as their TeX source, everything else is unchanged."""
+    MathJax from a CDN); formulas then show as their TeX source. Long output lines wrap."""
     text = page.read_text()
     cleaned = _REMOTE_SCRIPT.sub("", text)
+    if WRAP_OUTPUT not in cleaned:
+        cleaned = cleaned.replace("</head>", WRAP_OUTPUT + "\n</head>", 1)
     if cleaned != text:
         page.write_text(cleaned)
 
