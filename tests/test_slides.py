@@ -311,3 +311,81 @@ def test_deck_renders_offline_in_chromium(deck, tmp_path):
     assert not blocked, f"the deck tried to fetch remote resources: {blocked}"
     assert not failed, f"local files the deck needs are missing: {failed}"
     assert (tmp_path / "deck-figure.png").stat().st_size > 10_000
+
+
+# A slide's content may not exceed the visible area at a projector's 1280×720 (tolerance: a
+# few pixels of sub-pixel rounding).
+SCREEN = {"width": 1280, "height": 720}
+FIT_SLACK_PX = 4
+WALK = """() => {
+    const slide = Reveal.getCurrentSlide(), scale = Reveal.getScale();
+    const wide = Array.from(slide.querySelectorAll('pre')).filter(p => p.scrollWidth > p.clientWidth + 2);
+    return {where: Reveal.getIndices(), height: slide.scrollHeight * scale,
+            width: slide.scrollWidth * scale, cut: wide.length, last: Reveal.isLastSlide()};
+}"""
+
+
+def walk_deck(page, url: str) -> list[dict]:
+    """Open a deck and visit every slide and sub-slide with the keyboard only (Space, a
+    clicker's 'next'); what each slide measures on screen."""
+    page.goto(url)
+    page.wait_for_selector(".reveal[data-paginated]", state="attached", timeout=60_000)
+    page.evaluate("window.Reveal = require('vendor/reveal.js/dist/reveal.js')")
+    page.locator(".reveal").click(position={"x": 5, "y": 5})
+    seen = []
+    for _ in range(400):
+        seen.append(page.evaluate(WALK))
+        if seen[-1]["last"]:
+            return seen
+        page.keyboard.press("Space")
+        page.wait_for_timeout(60)
+    raise AssertionError(f"the keyboard did not reach the deck's end after {len(seen)} slides")
+
+
+def misfits(seen: list[dict]) -> list[str]:
+    return [f"slide {s['where']['h']}/{s['where'].get('v') or 0}: {s['height']:.0f}×{s['width']:.0f} px"
+            + (f", {s['cut']} code block(s) cut at the right" if s["cut"] else "")
+            for s in seen if s["height"] > SCREEN["height"] + FIT_SLACK_PX
+            or s["width"] > SCREEN["width"] + FIT_SLACK_PX or s["cut"]]
+
+
+def test_every_slide_fits_a_projector_walked_with_the_keyboard(deck, tmp_path):
+    """The executed lesson 02 deck, and every lesson's deck as its source is (no outputs)."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    decks = {LESSON: deck}
+    for lesson in lessons():
+        path = deck.parent / f"{lesson}.source.slides.html"
+        path.write_text(slides.deck_html(solution_notebook(lesson), lesson), encoding="utf-8")
+        decks[f"{lesson} (source)"] = path
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw, tmp_path / "profile", **SCREEN)
+        page = browser.new_page()
+        problems, counts = {}, {}
+        for name, path in decks.items():
+            seen = walk_deck(page, path.as_uri())
+            counts[name] = len(seen)
+            if misfits(seen):
+                problems[name] = misfits(seen)
+        browser.close()
+    assert counts[LESSON] >= 10, counts
+    assert not problems, f"slides that do not fit 1280×720: {problems}"
+
+
+def test_the_fit_check_bites_on_an_unpaginated_deck(deck, tmp_path):
+    """Without the paginating script, lesson 02's deck has slides taller than the screen."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    html = deck.read_text(encoding="utf-8")
+    start = html.index("<script>\n(function () {\n  function paginate")
+    end = html.index("</script>", start) + len("</script>")
+    flag = "<script>document.querySelector('.reveal').setAttribute('data-paginated', 'true');</script>"
+    raw = deck.parent / "unpaginated.slides.html"
+    raw.write_text(html[:start] + flag + html[end:], encoding="utf-8")
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw, tmp_path / "profile", **SCREEN)
+        seen = walk_deck(browser.new_page(), raw.as_uri())
+        browser.close()
+    assert misfits(seen), "the check must find the slides that overflow without pagination"
