@@ -9,6 +9,9 @@ What a deck shows:
   also where a heading sits in the middle of a markdown cell; prose longer than ``MAX_WORDS``
   continues on sub-slides, cut between paragraphs; a second figure on a slide moves to a
   sub-slide of its own;
+- a deck that fits the screen: once the browser has laid it out, the template's script moves
+  what overflows a slide onto further sub-slides and zooms out a single cell taller than a
+  slide; code wraps instead of running off the right edge;
 - the input and the outputs of every code cell: figures as embedded PNG data URIs, math typeset by
   MathJax, and for a widget its static figure (``metadata.widgets`` is stripped, so nbconvert falls
   back to the PNG that ``helpers.widgets.WithFallback`` puts beside the widget).
