@@ -22,7 +22,7 @@ import grp
 import json
 import os
 import pwd
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 COURSE_ID = "attention-from-scratch"
@@ -107,7 +107,6 @@ class Settings:
     instructor_memory: str = "6G"
     instructor_cpus: float = 2.0
     cull_after_s: int = 3600
-    extra: dict = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, environ=os.environ) -> Settings:
@@ -303,7 +302,6 @@ def configure(c, settings: Settings) -> None:
     c.ConfigurableHTTPProxy.command = [str(settings.path("proxy") / "node_modules" / ".bin" /
                                            "configurable-http-proxy")]
     c.ConfigurableHTTPProxy.pid_file = str(settings.state / "proxy.pid")
-    c.ConfigurableHTTPProxy.debug = False
     # Logins: the Linux accounts of the roster (hub/roster.py), checked by PAM.
     c.JupyterHub.authenticator_class = "jupyterhub.auth.PAMAuthenticator"
     c.PAMAuthenticator.allowed_groups = {STUDENTS, INSTRUCTORS}
@@ -317,8 +315,6 @@ def configure(c, settings: Settings) -> None:
     c.Spawner.post_stop_hook = post_stop
     c.Spawner.start_timeout = 300  # a whole class logging in at once on a small machine
     c.Spawner.http_timeout = 300
-    c.JupyterHub.concurrent_spawn_limit = 100
-    c.JupyterHub.active_server_limit = 0
     # The idle culler stops servers nobody has used for cull_after_s.
     c.JupyterHub.services = [{
         "name": "idle-culler",

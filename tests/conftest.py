@@ -1,6 +1,8 @@
 """Shared fixtures: the repository root, the lessons, and freshly built solution notebooks."""
 
 import os
+import socket
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -9,6 +11,14 @@ import pytest
 matplotlib.use("Agg")  # tests never open windows
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "hub"))  # the class hub's modules (classhub, roster) for the tests
+
+
+def free_port() -> int:
+    """A free TCP port on loopback."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def lessons() -> list[str]:

@@ -11,17 +11,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import classhub
 import pytest
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "hub"))
-import classhub  # noqa: E402
 
 # The course environment is kept between runs (installing it takes a few minutes); everything
 # else — accounts, exchange, gradebook, the hub's state — is made afresh by each run.

@@ -10,7 +10,6 @@ so a grading machine's real gradebook is never touched by the tests."""
 import csv
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 from helpers.grading import records, settings
 from helpers.grading.autograde import fill_notebook, grade_class, solution_answers
@@ -137,17 +136,12 @@ def test_plain_nbgrader_autograde_runs_in_the_sandbox(course):
         assert gb.find_submission_notebook(LESSON, LESSON, "snooper").flagged
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def formgrader(course):
     """A real Jupyter server on the repository, as `make formgrader` starts it."""
     root = course[0]
-    port, token = _free_port(), "workflow-test"
+    port, token = free_port(), "workflow-test"
     server = subprocess.Popen(
         [JUPYTER, "server", f"--port={port}", "--ip=127.0.0.1", "--no-browser", "--allow-root",
          f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={os.path.commonpath([ROOT, root])}"],

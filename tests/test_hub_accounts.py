@@ -7,14 +7,11 @@ import grp
 import os
 import pwd
 import subprocess
-import sys
 
+import classhub
 import pytest
+import roster
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "hub"))
-import classhub  # noqa: E402
-import roster  # noqa: E402
 
 
 def _roster(tmp_path, text: str):

@@ -13,11 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import classhub
 import yaml
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "hub"))
-import classhub  # noqa: E402
+from hubtools import HUB_ENV
 
 Z2JH = ROOT / "hub" / "z2jh"
 IMAGE_PREFIX = "/srv/attention-from-scratch"
@@ -118,9 +117,8 @@ def test_the_image_recipe_builds_the_course_environment(tmp_path):
     takes minutes); the script's own steps all run."""
     prefix = tmp_path / "srv"
     env = {**os.environ, "COURSE_COPY": "no", "PROXY": "no", "HUB_EXCHANGE": str(tmp_path / "exchange")}
-    shared = Path(os.environ.get("HUB_TEST_ENV", "/var/tmp/attention-hub-env"))
-    if (shared / "bin" / "python").exists() and os.access(shared, os.W_OK):
-        env["HUB_ENV"] = str(shared)
+    if (HUB_ENV / "bin" / "python").exists() and os.access(HUB_ENV, os.W_OK):
+        env["HUB_ENV"] = str(HUB_ENV)
     proc = subprocess.run([str(ROOT / "hub" / "install.sh"), str(prefix)], env=env, capture_output=True,
                           text=True, timeout=1800)
     assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"

@@ -9,7 +9,6 @@ a learner: open, Run ▸ Run All Cells, save, change the calculator's query. Ski
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT, launch_chromium, require_chromium
+from conftest import ROOT, free_port, launch_chromium, require_chromium
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
@@ -30,11 +29,6 @@ LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
 }
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _api(base: str, path: str, method: str = "GET"):
@@ -59,7 +53,7 @@ def lab(tmp_path, built_solutions):
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"),
                JUPYTER_RUNTIME_DIR=str(tmp_path / "jupyter-runtime"), IPYTHONDIR=str(tmp_path / "ipython"),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={root}"]
     if os.geteuid() == 0:

@@ -8,26 +8,17 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 
+import classhub
 import pytest
-from conftest import ROOT, launch_chromium, require_chromium
-
-sys.path.insert(0, str(ROOT / "hub"))
-import classhub  # noqa: E402
+from conftest import ROOT, free_port, launch_chromium, require_chromium
 
 TOKEN = "roles-test"
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -43,7 +34,7 @@ def _get(url: str) -> tuple[int, str]:
 
 def _make_target(target: str, tmp_path):
     """`make TARGET` on a free port with a token; yields the base URL, then stops it."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
            "JUPYTER_DATA_DIR": str(tmp_path / "data"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
     env.pop("JUPYTER_CONFIG_PATH", None)
