@@ -45,7 +45,7 @@ from pathlib import Path
 
 import nbformat
 
-from .build import ROOT, build_solutions, lesson_ids
+from .build import ROOT, build_solutions, lesson_ids, slide_type
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "slides_template"
 SHOW_TAG, HIDE_TAG = "show-in-slides", "hide-in-slides"
@@ -126,12 +126,19 @@ def shown_in_slides(cell) -> bool:
     return cell.metadata.get("slideshow", {}).get("slide_type") != "skip" or SHOW_TAG in tags
 
 
-def _split_at_headings(source: str) -> list[str]:
-    """The markdown ``source`` cut before every ``#``, ``##`` and ``###`` heading outside code fences."""
-    pieces, current, fenced = [], [], False
-    for line in source.split("\n"):
+def _with_fences(text: str):
+    """Each line of markdown ``text`` with whether it lies inside a code fence."""
+    fenced = False
+    for line in text.split("\n"):
         if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
+        yield line, fenced
+
+
+def _split_at_headings(source: str) -> list[str]:
+    """The markdown ``source`` cut before every ``#``, ``##`` and ``###`` heading outside code fences."""
+    pieces, current = [], []
+    for line, fenced in _with_fences(source):
         if not fenced and _HEADING.match(line) and any(x.strip() for x in current):
             pieces.append("\n".join(current).strip("\n"))
             current = []
@@ -143,10 +150,8 @@ def _split_at_headings(source: str) -> list[str]:
 def _split_long(piece: str, max_words: int = MAX_WORDS) -> list[str]:
     """``piece`` in runs of whole paragraphs of at most ``max_words`` words (a longer paragraph,
     list or fenced block stays whole)."""
-    blocks, current, fenced = [], [], False
-    for line in piece.split("\n"):  # paragraphs: blank-line separated, fences kept together
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
+    blocks, current = [], []
+    for line, fenced in _with_fences(piece):  # paragraphs: blank-line separated, fences kept whole
         if not line.strip() and not fenced:
             if current:
                 blocks.append("\n".join(current))
@@ -193,9 +198,8 @@ def split_markdown(cell) -> list:
     kind = cell.metadata.get("slideshow", {}).get("slide_type", "-")
     out = []
     for i, piece in enumerate(_split_at_headings(cell.source)):
-        heading = _HEADING.match(piece)
-        piece_kind = kind if i == 0 else ("subslide" if heading and len(heading.group(1)) == 3
-                                          else "slide" if heading else "subslide")
+        # after the first piece every piece opens with a heading: the build's own rule applies
+        piece_kind = kind if i == 0 else slide_type(nbformat.v4.new_markdown_cell(piece))
         for j, run in enumerate(_split_long(piece)):
             new = nbformat.from_dict(cell)
             new.source = run
