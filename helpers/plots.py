@@ -88,11 +88,17 @@ def plot_sharpening(scores, factors, labels: Sequence[str], ax=None):
 
 
 def figure_png(fig) -> bytes:
-    """The figure as PNG bytes, closed afterwards (for static fallbacks of widgets)."""
+    """The figure as PNG bytes, closed afterwards (for static fallbacks of widgets); sized for a
+    projector in a slide build (``helpers.projector``)."""
     import io
 
+    from . import projector
+
+    dpi, metadata = 90, None
+    if projector.active():
+        metadata = projector.png_metadata(projector.for_projector(fig, dpi, tight=False))
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
+    fig.savefig(buf, format="png", dpi=dpi, metadata=metadata)
     plt.close(fig)
     return buf.getvalue()
 

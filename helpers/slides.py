@@ -12,9 +12,14 @@ What a deck shows:
 - a deck that fits the screen: once the browser has laid it out, the template's script moves
   what overflows a slide onto further sub-slides and zooms out a single cell taller than a
   slide; code wraps instead of running off the right edge;
-- the input and the outputs of every code cell: figures as embedded PNG data URIs, math typeset by
-  MathJax, and for a widget its static figure (``metadata.widgets`` is stripped, so nbconvert falls
-  back to the PNG that ``helpers.widgets.WithFallback`` puts beside the widget).
+- the input and the outputs of every code cell (each output a piece of its own, so a figure can
+  continue on a sub-slide after its code): figures as embedded PNG data URIs drawn for a projector
+  (``helpers.projector``: text at least about 14 px on a 1280-wide screen, thicker lines), math
+  typeset by MathJax, and for a widget its static figure (``metadata.widgets`` is stripped, so
+  nbconvert falls back to the PNG that ``helpers.widgets.WithFallback`` puts beside the widget);
+- speaker notes (reveal.js's ``S`` key): the model answer of each free-text question (its mark
+  scheme) and every markdown cell tagged ``notes``. They are in the HTML: students get the PDF
+  handout that ``helpers.deck_review`` prints, which leaves them out.
 
 What a deck leaves out:
 
@@ -35,6 +40,7 @@ exported file is checked with :func:`remote_references` (the rule is in its docs
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import sys
@@ -48,12 +54,13 @@ import nbformat
 from .build import ROOT, build_solutions, lesson_ids, slide_type
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "slides_template"
-SHOW_TAG, HIDE_TAG = "show-in-slides", "hide-in-slides"
+SHOW_TAG, HIDE_TAG, NOTES_TAG = "show-in-slides", "hide-in-slides", "notes"
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # nbclassic's MathJax has no TeX-AMS_CHTML-full
 THEME = "white"  # its fonts ship with reveal.js; nbconvert's default, "simple", imports Google Fonts
 # Prose a room can read on one slide; a longer markdown cell continues on sub-slides, split
 # between paragraphs.
 MAX_WORDS = 110
+PROJECTOR_CELL = "import helpers.projector\nhelpers.projector.install(enlarge={enlarge})"
 _HEADING = re.compile(r"^(#{1,3}) \S")
 
 
@@ -215,28 +222,91 @@ def _has_figure(cell) -> bool:
         for out in cell.get("outputs", []))
 
 
+def _is_output_piece(cell) -> bool:
+    return cell.cell_type == "code" and cell.metadata.get("transient", {}).get("remove_source", False)
+
+
 def one_figure_per_slide(cells: list) -> list:
     """A code cell that draws a figure starts a sub-slide when the slide it would continue
-    already shows a figure: a projected slide holds one figure at a readable size."""
+    already shows a figure: a projected slide holds one figure at a readable size. (A figure
+    split from its code by :func:`split_outputs` takes its code along.)"""
     seen_figure = False
-    for cell in cells:
+    for i, cell in enumerate(cells):
         kind = cell.metadata.setdefault("slideshow", {}).get("slide_type", "-")
         if kind in ("slide", "subslide"):
             seen_figure = False
         figure = _has_figure(cell)
         if figure and seen_figure and kind in ("-", "fragment"):
-            cell.metadata.slideshow["slide_type"] = "subslide"
+            start = i
+            while (start > 0 and _is_output_piece(cells[start]) and cells[start - 1].cell_type == "code"
+                   and cells[start - 1].source == cell.source):
+                start -= 1
+            if cells[start].metadata.slideshow.get("slide_type", "-") in ("-", "fragment"):
+                cells[start].metadata.slideshow["slide_type"] = "subslide"
+            seen_figure = False
         seen_figure = seen_figure or figure
     return cells
 
 
+_MARK_SCHEME = re.compile(r"=== BEGIN MARK SCHEME ===(.*?)=== END MARK SCHEME ===", re.S)
+
+
+def model_answer(cell) -> str | None:
+    """A free-text answer cell's model answer (its mark scheme), for the speaker notes; else None."""
+    nbg = cell.metadata.get("nbgrader", {})
+    if cell.cell_type != "markdown" or not (nbg.get("grade") and nbg.get("solution")):
+        return None
+    scheme = _MARK_SCHEME.search(cell.source)
+    if not scheme:
+        return None
+    points = nbg.get("points")
+    return f"**Model answer**{f' ({points:g} points)' if points else ''}:\n\n{scheme.group(1).strip()}"
+
+
+def _as_notes(cell, source: str):
+    new = nbformat.v4.new_markdown_cell(source)
+    new.id = f"{cell.get('id', 'notes')}-notes"[:64]
+    new.metadata.slideshow = {"slide_type": "notes"}
+    return new
+
+
+def split_outputs(cell) -> list:
+    """A code cell as its input and then each output as a cell of its own, so that a slide too
+    tall for the screen can continue between the code and its figure rather than shrink both."""
+    if cell.cell_type != "code" or not cell.get("outputs"):
+        return [cell]
+    kind = cell.metadata.get("slideshow", {}).get("slide_type", "-")
+    pieces = []
+    if cell.source.strip():
+        head = nbformat.from_dict(cell)
+        head.outputs = []
+        pieces.append(head)
+    for i, output in enumerate(cell.outputs):
+        part = nbformat.from_dict(cell)
+        part.id = f"{cell.get('id', 'code')}-out{i}"[:64]
+        part.outputs = [output]
+        part.metadata.transient = {"remove_source": True}
+        part.metadata.slideshow = {"slide_type": "-"}
+        pieces.append(part)
+    pieces[0].metadata.slideshow = {"slide_type": kind}
+    return pieces
+
+
 def slide_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of the executed ``nb`` holding only what the slides show, widgets as their figures."""
+    """A copy of the executed ``nb`` holding only what the slides show, widgets as their figures,
+    model answers of free-text questions and cells tagged ``notes`` as speaker notes."""
     nb = nbformat.from_dict(nb)
     nb.metadata.pop("widgets", None)  # no widget state: nbconvert shows each widget's PNG fallback
     kept, pending = [], None
     for cell in nb.cells:
         show = cell.metadata.setdefault("slideshow", {}).get("slide_type", "-")
+        answer = model_answer(cell)
+        if answer:
+            kept.append(_as_notes(cell, answer))
+            continue
+        if NOTES_TAG in cell.metadata.get("tags", []) and cell.cell_type == "markdown":
+            kept.append(_as_notes(cell, cell.source))
+            continue
         if not shown_in_slides(cell):
             if show in ("slide", "subslide"):  # a left-out cell that opened a slide hands that on
                 pending = show if pending != "slide" else pending
@@ -246,7 +316,7 @@ def slide_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         if pending and show in ("-", "fragment"):
             cell.metadata.slideshow["slide_type"] = pending
         pending = None
-        kept += split_markdown(cell) if cell.cell_type == "markdown" else [cell]
+        kept += split_markdown(cell) if cell.cell_type == "markdown" else split_outputs(cell)
     nb.cells = one_figure_per_slide(kept)
     title = next((c.source.lstrip()[2:].split("\n")[0] for c in kept
                   if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")), None)
@@ -255,16 +325,20 @@ def slide_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def execute(path: Path, timeout: int = 600) -> nbformat.NotebookNode:
-    """Run a copy of the notebook at ``path`` in a fresh kernel whose working directory is temporary."""
+def execute(path: Path, timeout: int = 600, enlarge: bool = True) -> nbformat.NotebookNode:
+    """Run a copy of the notebook at ``path`` in a fresh kernel whose working directory is
+    temporary, its figures made for a projector (``helpers.projector``; ``enlarge=False``: drawn
+    as in a learner's notebook, their text size only recorded)."""
     from nbclient import NotebookClient
 
     with tempfile.TemporaryDirectory(prefix="slides-") as tmp:
         copy = Path(tmp) / Path(path).name
         shutil.copy2(path, copy)
         nb = nbformat.read(copy, as_version=4)
+        nb.cells.insert(0, nbformat.v4.new_code_cell(PROJECTOR_CELL.format(enlarge=enlarge)))
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
                        resources={"metadata": {"path": tmp}}).execute()
+        del nb.cells[0]
     return nb
 
 
@@ -278,10 +352,10 @@ def deck_html(nb: nbformat.NotebookNode, name: str, folder: Path | None = None) 
     return html
 
 
-def export_lesson(lesson: str, out_dir: Path, root: Path = ROOT) -> Path:
+def export_lesson(lesson: str, out_dir: Path, root: Path = ROOT, enlarge: bool = True) -> Path:
     """Execute ``solutions/<lesson>/<lesson>.ipynb`` and write ``out_dir/<lesson>.slides.html``."""
     source = root / "solutions" / lesson / f"{lesson}.ipynb"
-    html = deck_html(execute(source), lesson, source.parent)
+    html = deck_html(execute(source, enlarge=enlarge), lesson, source.parent)
     out = Path(out_dir) / f"{lesson}.slides.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
@@ -411,16 +485,31 @@ def offline_problems(out_dir: Path) -> dict[str, list[str]]:
     return problems
 
 
-def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT) -> list[Path]:
-    """Build the solution notebooks, copy the vendor files and export each lesson's deck."""
+def _export_timed(lesson: str, out_dir: Path, root: Path, threads: int) -> tuple[Path, float]:
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # inherited by the kernel this worker starts
+    start = time.perf_counter()
+    return export_lesson(lesson, out_dir, root), time.perf_counter() - start
+
+
+def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
+           workers: int | None = None) -> list[Path]:
+    """Build the solution notebooks, copy the vendor files and export each lesson's deck, as many
+    at once as there are cores (each kernel gets its share of them)."""
+    from concurrent.futures import ProcessPoolExecutor
+
     build_solutions(root)
     out_dir = Path(out_dir)
     copy_vendor(out_dir)
-    decks = []
-    for lesson in lessons or lesson_ids(root):
-        start = time.perf_counter()
-        decks.append(export_lesson(lesson, out_dir, root))
-        print(f"{decks[-1]}  ({time.perf_counter() - start:.1f} s)")
+    lessons = lessons or lesson_ids(root)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(lessons)))
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    with ProcessPoolExecutor(workers) as pool:
+        jobs = [pool.submit(_export_timed, lesson, out_dir, root, threads) for lesson in lessons]
+        decks = []
+        for job in jobs:
+            deck, seconds = job.result()
+            print(f"{deck}  ({seconds:.1f} s)", flush=True)
+            decks.append(deck)
     return decks
 
 
@@ -432,12 +521,18 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.lessons) - set(lesson_ids()))
     if unknown:
         parser.error(f"no such lesson: {', '.join(unknown)} (lessons: {', '.join(lesson_ids())})")
-    export(args.out_dir, args.lessons)
+    decks = export(args.out_dir, args.lessons)
     problems = offline_problems(args.out_dir)
     if problems:
         print(f"remote resources found: {problems}", file=sys.stderr)
         return 1
-    return 0
+    from . import deck_review
+
+    if not deck_review.CHROMIUM.exists():
+        print(f"{deck_review.CHROMIUM} not found: no contact sheets or PDF handouts "
+              "(apt-get install chromium)", file=sys.stderr)
+        return 0
+    return deck_review.main([str(deck.resolve()) for deck in decks])
 
 
 if __name__ == "__main__":

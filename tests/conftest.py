@@ -8,6 +8,8 @@ from pathlib import Path
 import matplotlib
 import pytest
 
+from helpers import deck_review
+
 matplotlib.use("Agg")  # tests never open windows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,9 +47,7 @@ def built_solutions() -> dict[str, Path]:
     return {p.parent.name: p for p in build_solutions(ROOT)}
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM, CHROMIUM_ARGS = deck_review.CHROMIUM, deck_review.CHROMIUM_ARGS  # Debian's Chromium (or $CHROMIUM)
 
 
 def require_chromium() -> None:
@@ -62,9 +62,7 @@ def require_chromium() -> None:
 
 def launch_chromium(playwright, profile: Path, width: int = 1280, height: int = 800):
     """Headless Chromium with a fresh profile that fetches nothing of its own accord."""
-    return playwright.chromium.launch_persistent_context(
-        str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
-        viewport={"width": width, "height": height})
+    return deck_review.launch(playwright, profile, width, height)
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -17,7 +17,7 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import launch_chromium, lessons, require_chromium
 
-from helpers import slides
+from helpers import deck_review, slides
 from helpers.build import solution_notebook
 
 LESSON = "02_attention_lookup"
@@ -28,14 +28,19 @@ CDN_HOSTS = ("unpkg.com", "cdnjs.cloudflare.com", "cdn.jsdelivr.net", "fonts.goo
 # ------------------------------------------------------------------------------------ the deck
 
 @pytest.fixture(scope="module")
-def deck(tmp_path_factory, built_solutions) -> Path:
-    """Lesson 02 exported with its vendor files into a temporary folder (about 8 s)."""
+def built(tmp_path_factory, built_solutions) -> dict[str, Path]:
+    """Every lesson's deck, executed and exported with the vendor files into a temporary folder,
+    as `make slides` does (about a minute on 2 cores)."""
     out = tmp_path_factory.mktemp("slides")
-    slides.copy_vendor(out)
     start = time.perf_counter()
-    path = slides.export_lesson(LESSON, out)
-    print(f"exported {path.name} in {time.perf_counter() - start:.1f} s")
-    return path
+    decks = slides.export(out)
+    print(f"exported {len(decks)} decks in {time.perf_counter() - start:.1f} s")
+    return {path.name.removesuffix(".slides.html"): path for path in decks}
+
+
+@pytest.fixture(scope="module")
+def deck(built) -> Path:
+    return built[LESSON]
 
 
 @pytest.fixture(scope="module")
@@ -123,10 +128,26 @@ def test_every_lesson_makes_an_offline_deck(lesson):
     _check_title_and_sections(BeautifulSoup(html, "html.parser"), lesson)
     for marker in ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION", "MARK SCHEME"):
         assert marker not in html, f"'{marker}' is in the {lesson} deck"
+    soup = BeautifulSoup(html, "html.parser")
+    answers = [slides.model_answer(c) for c in nb.cells if slides.model_answer(c)]
+    notes = " ".join(a.get_text() for a in soup.select("aside.notes"))
+    assert answers, f"{lesson} has no free-text question"
+    for answer in answers:  # the model answer is in the speaker notes, and not on a slide
+        words = _normal(answer.split("\n\n", 1)[1].split("\n")[0])[:80]
+        assert words in _normal(notes), f"the model answer is not in the {lesson} deck's notes"
+        assert words not in _normal(_on_slides(soup)), f"the model answer is on a {lesson} slide"
+
+
+def _on_slides(soup: BeautifulSoup) -> str:
+    """The deck's text without its speaker notes."""
+    soup = BeautifulSoup(str(soup), "html.parser")
+    for aside in soup.select("aside.notes"):
+        aside.decompose()
+    return soup.get_text()
 
 
 def test_grade_solution_and_hidden_cells_are_absent(soup):
-    text = soup.get_text()
+    text = _on_slides(soup)
     nb = solution_notebook(LESSON)
     shown = "\n".join(c.source for c in nb.cells if slides.shown_in_slides(c))
     left_out = [c for c in nb.cells if not slides.shown_in_slides(c)]
@@ -202,14 +223,18 @@ def test_a_second_figure_on_a_slide_moves_to_a_sub_slide():
     for cell, kind in zip(cells, ["slide", "-", "-", "-", "slide", "-"]):
         cell.metadata["slideshow"] = {"slide_type": kind}
     out = slides.slide_notebook(nbformat.v4.new_notebook(cells=cells))
-    kinds = [c.metadata.slideshow.slide_type for c in out.cells]
-    assert kinds == ["slide", "-", "-", "subslide", "slide", "-"]
+    # each code cell is its input and then its outputs (split_outputs); a figure takes its code along
+    kinds = [(c.metadata.slideshow.slide_type, c.source, bool(c.get("outputs"))) for c in out.cells]
+    assert kinds == [("slide", "## Two plots", False), ("-", "plot_a()", False), ("-", "plot_a()", True),
+                     ("-", "x = 1", False), ("subslide", "plot_b()", False), ("-", "plot_b()", True),
+                     ("slide", "## Next", False), ("-", "plot_c()", False), ("-", "plot_c()", True)]
+    assert [slides._is_output_piece(c) for c in out.cells] == [c[2] for c in kinds]
 
 
 @pytest.mark.parametrize("lesson", lessons())
 def test_no_lesson_puts_several_headings_or_paragraphs_past_the_limit_on_one_slide(lesson):
     for cell in slides.slide_notebook(solution_notebook(lesson)).cells:
-        if cell.cell_type != "markdown":
+        if cell.cell_type != "markdown" or cell.metadata.slideshow.slide_type == "notes":
             continue
         heads = [line for line in cell.source.split("\n") if re.match(r"#{1,3} ", line)]
         assert len(heads) <= 1 and (not heads or cell.source.startswith(heads[0])), cell.source[:200]
@@ -313,64 +338,56 @@ def test_deck_renders_offline_in_chromium(deck, tmp_path):
     assert (tmp_path / "deck-figure.png").stat().st_size > 10_000
 
 
-# A slide's content may not exceed the visible area at a projector's 1280×720 (tolerance: a
-# few pixels of sub-pixel rounding).
-SCREEN = {"width": 1280, "height": 720}
-FIT_SLACK_PX = 4
-WALK = """() => {
-    const slide = Reveal.getCurrentSlide(), scale = Reveal.getScale();
-    const wide = Array.from(slide.querySelectorAll('pre')).filter(p => p.scrollWidth > p.clientWidth + 2);
-    return {where: Reveal.getIndices(), height: slide.scrollHeight * scale,
-            width: slide.scrollWidth * scale, cut: wide.length, last: Reveal.isLastSlide()};
-}"""
-
-
-def walk_deck(page, url: str) -> list[dict]:
-    """Open a deck and visit every slide and sub-slide with the keyboard only (Space, a
-    clicker's 'next'); what each slide measures on screen."""
-    page.goto(url)
-    page.wait_for_selector(".reveal[data-paginated]", state="attached", timeout=60_000)
-    page.evaluate("window.Reveal = require('vendor/reveal.js/dist/reveal.js')")
-    page.locator(".reveal").click(position={"x": 5, "y": 5})
-    seen = []
-    for _ in range(400):
-        seen.append(page.evaluate(WALK))
-        if seen[-1]["last"]:
-            return seen
-        page.keyboard.press("Space")
-        page.wait_for_timeout(60)
-    raise AssertionError(f"the keyboard did not reach the deck's end after {len(seen)} slides")
-
-
-def misfits(seen: list[dict]) -> list[str]:
-    return [f"slide {s['where']['h']}/{s['where'].get('v') or 0}: {s['height']:.0f}×{s['width']:.0f} px"
-            + (f", {s['cut']} code block(s) cut at the right" if s["cut"] else "")
-            for s in seen if s["height"] > SCREEN["height"] + FIT_SLACK_PX
-            or s["width"] > SCREEN["width"] + FIT_SLACK_PX or s["cut"]]
-
-
-def test_every_slide_fits_a_projector_walked_with_the_keyboard(deck, tmp_path):
-    """The executed lesson 02 deck, and every lesson's deck as its source is (no outputs)."""
+@pytest.fixture(scope="module")
+def reviews(built, tmp_path_factory) -> dict[str, deck_review.Review]:
+    """Every deck walked with the keyboard at 1280×720, photographed and printed, as `make slides`
+    does after the export."""
     require_chromium()
-    from playwright.sync_api import sync_playwright
+    start = time.perf_counter()
+    done = deck_review.review(list(built.values()), tmp_path_factory.mktemp("browser"))
+    print(f"reviewed {len(done)} decks in {time.perf_counter() - start:.1f} s")
+    for r in done:
+        smallest = min((f["text_px"] for f in r.figures if f["text_px"]), default=None)
+        print(f"{r.deck.name}: {len(r.slides)} slides, tallest {r.tallest:.0f} px, "
+              f"{len(r.figures)} figures, smallest figure text {smallest} px")
+    return {r.deck.name.removesuffix(".slides.html"): r for r in done}
 
-    decks = {LESSON: deck}
-    for lesson in lessons():
-        path = deck.parent / f"{lesson}.source.slides.html"
-        path.write_text(slides.deck_html(solution_notebook(lesson), lesson), encoding="utf-8")
-        decks[f"{lesson} (source)"] = path
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw, tmp_path / "profile", **SCREEN)
-        page = browser.new_page()
-        problems, counts = {}, {}
-        for name, path in decks.items():
-            seen = walk_deck(page, path.as_uri())
-            counts[name] = len(seen)
-            if misfits(seen):
-                problems[name] = misfits(seen)
-        browser.close()
-    assert counts[LESSON] >= 10, counts
-    assert not problems, f"slides that do not fit 1280×720: {problems}"
+
+def test_every_slide_of_every_deck_fits_a_projector_walked_with_the_keyboard(reviews):
+    """No slide taller or wider than 1280×720, no code cut at the right, every figure's text at
+    least MIN_TEXT_PX on screen, nothing requested from the network — in all ten executed decks."""
+    assert sorted(reviews) == lessons()
+    problems = {name: r.problems for name, r in reviews.items() if r.problems}
+    assert not problems, f"slides that do not work on a 1280×720 projector: {problems}"
+    for name, r in reviews.items():
+        assert len(r.slides) >= 10, f"{name}: only {len(r.slides)} slides"
+        assert r.tallest <= deck_review.SCREEN["height"] + deck_review.FIT_SLACK_PX
+    figures = [f for r in reviews.values() for f in r.figures]
+    assert len(figures) >= 30 and all(f["text_px"] >= deck_review.MIN_TEXT_PX for f in figures)
+
+
+def test_contact_sheets_and_pdf_handouts_sit_next_to_the_decks(reviews):
+    from PIL import Image
+
+    for name, r in reviews.items():
+        assert r.contact_sheet == r.deck.with_name(f"{name}.contact.png")
+        with Image.open(r.contact_sheet) as sheet:
+            rows = -(-len(r.slides) // deck_review.SHEET_COLUMNS)
+            assert sheet.width >= deck_review.SHEET_COLUMNS * deck_review.THUMB_WIDTH
+            assert sheet.height >= rows * deck_review.THUMB_WIDTH * 720 // 1280, "thumbnails are missing"
+        pdf = r.handout.read_bytes()
+        assert r.handout == r.deck.with_name(f"{name}.handout.pdf") and pdf.startswith(b"%PDF")
+        pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+        assert pages == r.handout_pages == len(r.slides), f"{name}: {pages} pages for {len(r.slides)} slides"
+        assert b"speaker-notes" not in pdf
+
+
+def test_think_questions_have_their_model_answer_in_the_speaker_notes(reviews, built):
+    for name, r in reviews.items():
+        noted = [s for s in r.slides if s["notes"].startswith("Model answer")]
+        assert len(noted) == 1, f"{name}: model answers in the notes of {len(noted)} slides"
+        html = built[name].read_text(encoding="utf-8")
+        assert "=== BEGIN MARK SCHEME" not in html
 
 
 def test_the_fit_check_bites_on_an_unpaginated_deck(deck, tmp_path):
@@ -379,13 +396,65 @@ def test_the_fit_check_bites_on_an_unpaginated_deck(deck, tmp_path):
     from playwright.sync_api import sync_playwright
 
     html = deck.read_text(encoding="utf-8")
-    start = html.index("<script>\n(function () {\n  function paginate")
+    start = html.index("<script>\n(function () {\n  // Deal the children")
     end = html.index("</script>", start) + len("</script>")
     flag = "<script>document.querySelector('.reveal').setAttribute('data-paginated', 'true');</script>"
     raw = deck.parent / "unpaginated.slides.html"
     raw.write_text(html[:start] + flag + html[end:], encoding="utf-8")
     with sync_playwright() as pw:
-        browser = launch_chromium(pw, tmp_path / "profile", **SCREEN)
-        seen = walk_deck(browser.new_page(), raw.as_uri())
+        browser = deck_review.launch(pw, tmp_path / "profile")
+        seen = deck_review.walk(browser.new_page(), raw.as_uri())
         browser.close()
-    assert misfits(seen), "the check must find the slides that overflow without pagination"
+    assert deck_review.misfits(seen), "the check must find the slides that overflow without pagination"
+
+
+def test_the_text_check_bites_on_figures_drawn_for_a_notebook(built, reviews, tmp_path):
+    """Lesson 02's figures as a learner's notebook draws them are too small on a projector; the
+    slide build enlarges them (its smallest text before and after is printed)."""
+    require_chromium()
+    out = tmp_path / "plain"
+    slides.copy_vendor(out)
+    plain = slides.export_lesson(LESSON, out, enlarge=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = deck_review.launch(pw, tmp_path / "profile")
+        seen = deck_review.walk(browser.new_page(), plain.as_uri())
+        browser.close()
+    figures = deck_review.figure_text(plain.read_text(encoding="utf-8"), seen)
+    before = min(f["text_px"] for f in figures)
+    after = min(f["text_px"] for f in reviews[LESSON].figures)
+    print(f"lesson 02, smallest figure text on screen: {before} px as drawn for a notebook, "
+          f"{after} px in the deck")
+    assert deck_review.figure_problems(figures), "figures drawn for a notebook must be caught"
+    assert before < deck_review.MIN_TEXT_PX <= after
+
+
+def test_the_speaker_view_shows_the_model_answer(deck, tmp_path):
+    """S opens reveal.js's speaker view, offline; walking to the think question with the keyboard
+    brings its model answer into the view's notes."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = deck_review.launch(pw, tmp_path / "profile")
+        try:
+            page = browser.new_page()
+            deck_review.open_deck(page, deck.as_uri())
+            page.locator(".reveal").click(position={"x": 5, "y": 5})
+            with browser.expect_page() as opened:
+                page.keyboard.press("s")
+            speaker = opened.value
+            speaker.wait_for_selector(".speaker-controls-notes", state="attached", timeout=10_000)
+            page.bring_to_front()
+            for _ in range(60):
+                page.keyboard.press("Space")
+                if page.evaluate("(Reveal.getSlideNotes() || '').length > 0"):
+                    break
+            speaker.wait_for_function(
+                "document.querySelector('.speaker-controls-notes').innerText.includes('Model answer')",
+                timeout=10_000)
+            assert "weighted average" in speaker.locator(".speaker-controls-notes").inner_text()
+            speaker.screenshot(path=str(tmp_path / "speaker-view.png"))
+        finally:
+            browser.close()
