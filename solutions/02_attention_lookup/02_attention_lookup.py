@@ -193,14 +193,14 @@ assert np.all(_out <= _v.max(axis=0) + 1e-5) and np.all(_out >= _v.min(axis=0) -
 # The figure follows *voltage* through the three steps. Below it, the calculator lets you pick
 # another query, switch the `√d_k` scaling off, or edit `Q`, `K` and `V` (one row per line) and
 # watch every number change. Try: make *spike*'s key `[3, 0]` — whom does *voltage* attend to
-# now? (Where widgets do not run, the calculator shows the same figure.)
+# now? (Where widgets do not run, a picture of that experiment stands in for the calculator.)
 
 # %%
 plot_lookup(lookup_steps(Q, K, V, query_index=0, tokens=tokens))
 plt.show()
 
 # %% tags=["hide-in-slides"]
-display(attention_calculator(Q, K, V, tokens))
+display(attention_calculator(Q, K, V, tokens, experiment=("spike", [3.0, 0.0])))
 
 # %% [markdown]
 # ## Soft selection or a blend?
