@@ -20,7 +20,7 @@ Modules, by what a learner looks for:
 - ``patches``     lesson 09: patches, token counts, the patch-size widget
 - ``image_task``  lesson 09: the generated corner-matching image task
 - ``vision``      lesson 09: the tiny ViT and the small CNN; ``python -m helpers.vision`` trains them
-- ``claims``      lesson 10: the reasons behind each claim, shown once it is answered
+- ``claims``      lesson 10: the measurements behind the claims
 - ``plots``       figures (each takes ``ax=None`` and returns the Axes)
 - ``widgets``     thin ipywidgets wrappers with a static fallback
 - ``paths``       where the shipped results are: data/ of the checkout, or $ATTENTION_DATA

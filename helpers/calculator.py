@@ -47,6 +47,18 @@ def lookup_steps(q, k, v, query_index: int, tokens=None, scale: bool = True) -> 
                        contributions.sum(axis=0))
 
 
+def with_key(k, tokens, token: str, key) -> np.ndarray:
+    """A copy of the keys k (n, d_k) in which ``token``'s row is replaced by ``key`` (d_k,)."""
+    k, tokens = _matrix("K", k).copy(), list(tokens)
+    if token not in tokens:
+        raise ValueError(f"no token {token!r}; the tokens are {', '.join(tokens)}")
+    key = np.asarray(key, dtype=float)
+    if key.shape != (k.shape[1],):
+        raise ValueError(f"{token}'s new key needs {k.shape[1]} numbers (d_k), got shape {key.shape}")
+    k[tokens.index(token)] = key
+    return k
+
+
 def parse_matrix(text: str, name: str = "matrix") -> np.ndarray:
     """Parse rows separated by newlines or ';' and numbers by spaces or commas: '1 0; 0 1'."""
     rows = [r for r in text.replace(";", "\n").splitlines() if r.strip()]

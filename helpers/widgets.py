@@ -13,7 +13,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .calculator import lookup_steps, parse_matrix, steps_html
+from .calculator import lookup_steps, parse_matrix, steps_html, with_key
 from .plots import figure_png, plot_lookup, plot_scaling_view
 from .scaling import scaling_view, view_summary
 
@@ -34,8 +34,13 @@ def _matrix_text(a: np.ndarray) -> str:
     return "\n".join(" ".join(f"{x:g}" for x in row) for row in np.asarray(a))
 
 
-def attention_calculator(q, k, v, tokens) -> WithFallback:
-    """Pick a query token, toggle the √d_k scale, edit Q, K, V: the lookup is recomputed."""
+def attention_calculator(q, k, v, tokens, experiment: tuple[str, list[float]] | None = None) -> WithFallback:
+    """Pick a query token, toggle the √d_k scale, edit Q, K, V: the lookup is recomputed.
+
+    ``experiment``, a token and a new key for it such as ``("spike", [3, 0])``, is the edit the
+    lesson suggests: where widgets do not run, the static picture shows the first query's lookup
+    after that edit (without it, the lookup as given).
+    """
     tokens = list(tokens)
     pick = W.Dropdown(options=[(t, i) for i, t in enumerate(tokens)], value=0, description="query")
     scale = W.Checkbox(value=True, description="divide by √d_k")
@@ -57,7 +62,13 @@ def attention_calculator(q, k, v, tokens) -> WithFallback:
     update()
     ui = W.VBox([W.HBox([pick, scale]), W.HBox(list(boxes.values())), out])
     fig, axes = plt.subplots(1, 3, figsize=(10, 3), layout="constrained")
-    plot_lookup(lookup_steps(q, k, v, 0, tokens), axes)
+    if experiment is None:
+        plot_lookup(lookup_steps(q, k, v, 0, tokens), axes)
+    else:
+        token, key = experiment
+        plot_lookup(lookup_steps(q, with_key(k, tokens, token, key), v, 0, tokens), axes)
+        shown = ", ".join(f"{x:g}" for x in np.asarray(key, dtype=float))
+        fig.suptitle(f"the calculator after the edit: {token}'s key set to [{shown}]")
     return WithFallback(ui, figure_png(fig))
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from helpers.calculator import lookup_steps, parse_matrix, steps_html
+from helpers.calculator import lookup_steps, parse_matrix, steps_html, with_key
 
 TOKENS = ["voltage", "spike", "alarm"]
 Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
@@ -78,3 +78,33 @@ def test_calculator_widget_recomputes_and_reports_errors():
     assert "(not scaled)" in out.value
     boxes.children[1].value = "1 0\n0 1"  # K with two rows for three values
     assert "one row per token" in out.value
+
+
+def test_with_key_replaces_one_row_of_a_copy():
+    k = with_key(Q, TOKENS, "spike", [3, 0])
+    np.testing.assert_array_equal(k, [[1, 0], [3, 0], [1, 1]])
+    np.testing.assert_array_equal(Q, [[1, 0], [0, 1], [1, 1]])  # the lesson's K is left alone
+    s = lookup_steps(Q, k, V, 0, TOKENS)  # voltage now attends mostly to spike
+    np.testing.assert_allclose(s.weights, [0.164, 0.673, 0.164], atol=5e-4)
+    with pytest.raises(ValueError, match="no token 'spoke'"):
+        with_key(Q, TOKENS, "spoke", [3, 0])
+    with pytest.raises(ValueError, match="needs 2 numbers"):
+        with_key(Q, TOKENS, "spike", [3, 0, 0])
+
+
+def test_calculator_fallback_shows_the_suggested_experiment(monkeypatch):
+    """Without widgets the picture is the lookup after the suggested edit, not the figure the
+    lesson has just shown; without an experiment it is the lookup as given."""
+    import helpers.widgets as widgets
+
+    drawn = []
+    real = widgets.plot_lookup
+    monkeypatch.setattr(widgets, "plot_lookup", lambda steps, axes: drawn.append(steps) or real(steps, axes))
+    shown = widgets.attention_calculator(Q, Q, V, TOKENS, experiment=("spike", [3, 0]))
+    assert len(drawn) == 1 and drawn[0].tokens[drawn[0].query_index] == "voltage"
+    np.testing.assert_allclose(drawn[0].raw_scores, [1, 3, 1])
+    assert drawn[0].weights.argmax() == 1
+    top, boxes, out = shown.widget.children
+    assert boxes.children[1].value == "1 0\n0 1\n1 1" and "6.017" in out.value  # the live one starts as given
+    widgets.attention_calculator(Q, Q, V, TOKENS)
+    np.testing.assert_allclose(drawn[1].weights, [0.401, 0.198, 0.401], atol=5e-4)

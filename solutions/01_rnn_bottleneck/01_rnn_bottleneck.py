@@ -327,24 +327,33 @@ for name in after.ratios:
 #
 # **1.** Backwards through each step of an RNN, the gradient shrinks by a factor of about 0.6.
 # Compared with the last word, a word 30 steps earlier gets a gradient that is about…
-# (a) 30 times smaller · (b) 0.6 times as large · (c) 10⁻⁷ times as large · (d) just as large
+#
+# - (a) 18 times smaller: 30 steps × 0.6
+# - (b) 0.6 times as large: the factor applies once
+# - (c) as large: every step uses the same `W_h`
+# - (d) 10⁻⁷ times as large: 0.6 to the power 30
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
 ### BEGIN SOLUTION
-quiz_1 = "c"
+quiz_1 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "c", "the factors multiply: 0.6 ** 30 ≈ 2e-7, exponential in the distance")
+grade_choice(quiz_1, "d", "the factors multiply, once per step: 0.6 ** 30 ≈ 2e-7, exponential in the "
+             "distance; that every step shares W_h is what makes the same factor repeat")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **2.** A one-layer RNN reads a 50-word review on a machine with 1,000 cores. How many steps
-# must run one after the other?
-# (a) 1 · (b) about 6, log₂ 50 · (c) 50 · (d) 2,500
+# **2.** A one-layer RNN reads a 50-word review on a machine with 1,000 cores. How many steps must
+# run one after the other?
+#
+# - (a) 1: each core takes one word
+# - (b) about 6, log₂ 50, as in a tree of sums
+# - (c) 50: one per word, in order
+# - (d) 2,500: one per pair of words
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
@@ -355,29 +364,33 @@ quiz_2 = "c"
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "c", "step t needs h_{t-1}: the 50 updates form a chain that extra cores "
-             "cannot shorten")
+grade_choice(quiz_2, "c", "step t needs h_{t-1}: the 50 updates form a chain that extra cores cannot "
+             "shorten; a tree of sums works for adding numbers, not for a tanh recurrence, and "
+             "2,500 pairs is what attention compares, all at once")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **3.** In an LSTM, `c_t = f_t ⊙ c_{t−1} + i_t ⊙ c̃_t`. What lets information about an early
-# word — and its gradient — survive many steps?
-# (a) a forget gate `f_t` close to 1, so `c_{t−1}` is passed on by addition ·
-# (b) the tanh in `c̃_t` · (c) an input gate `i_t` close to 1 at every step ·
-# (d) a wider embedding
+# **3.** In an LSTM, `c_t = f_t ⊙ c_{t−1} + i_t ⊙ c̃_t`. What lets information about an early word
+# — and its gradient — survive many steps?
+#
+# - (a) an input gate `i_t` near 1 at every step, so every word is written in
+# - (b) a forget gate `f_t` near 1, so `c_{t−1}` is carried on by addition
+# - (c) the tanh in `c̃_t`, which keeps the cell state between −1 and 1
+# - (d) an output gate `o_t` near 1, so `h_t` shows the whole cell state
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
 ### BEGIN SOLUTION
-quiz_3 = "a"
+quiz_3 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_3, "a", "with f_t ≈ 1 the cell state is copied forward by addition, and "
-             "∂c_t/∂c_{t-1} = f_t ≈ 1 does not shrink the gradient; an input gate open at every "
-             "step would overwrite the early word instead")
+grade_choice(quiz_3, "b", "with f_t ≈ 1 the cell state is copied forward by addition, and ∂c_t/∂c_{t-1} = "
+             "f_t ≈ 1 does not shrink the gradient; an input gate open at every step "
+             "overwrites the early word, the tanh bounds the new content, not the memory, and "
+             "the output gate only decides what h_t reads from the cell")
 ### END HIDDEN TESTS
 
 # %% [markdown]

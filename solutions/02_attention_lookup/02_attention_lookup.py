@@ -193,14 +193,14 @@ assert np.all(_out <= _v.max(axis=0) + 1e-5) and np.all(_out >= _v.min(axis=0) -
 # The figure follows *voltage* through the three steps. Below it, the calculator lets you pick
 # another query, switch the `√d_k` scaling off, or edit `Q`, `K` and `V` (one row per line) and
 # watch every number change. Try: make *spike*'s key `[3, 0]` — whom does *voltage* attend to
-# now? (Where widgets do not run, the calculator shows the same figure.)
+# now? (Where widgets do not run, a picture of that experiment stands in for the calculator.)
 
 # %%
 plot_lookup(lookup_steps(Q, K, V, query_index=0, tokens=tokens))
 plt.show()
 
 # %% tags=["hide-in-slides"]
-display(attention_calculator(Q, K, V, tokens))
+display(attention_calculator(Q, K, V, tokens, experiment=("spike", [3.0, 0.0])))
 
 # %% [markdown]
 # ## Soft selection or a blend?
@@ -334,8 +334,11 @@ print("same result?", np.allclose(w_example @ V_square, w_example @ V_square.T))
 # only confirms that your answer is recorded; the grade comes with the feedback.
 #
 # **1.** For one query, the attention weights…
-# (a) sum to 1 over the keys · (b) sum to 1 over the queries · (c) lie between −1 and 1 ·
-# (d) are the same for every input sentence
+#
+# - (a) sum to 1 over the keys
+# - (b) sum to 1 over the queries
+# - (c) are negative where `q·k < 0`
+# - (d) are fixed once the model is trained
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
@@ -346,14 +349,19 @@ quiz_1 = "a"
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "a", "the softmax runs over each row of Q Kᵀ: one query's weights over all "
-             "keys are positive and sum to 1; they change with the input")
+grade_choice(quiz_1, "a", "the softmax runs over each row of Q Kᵀ: one query's weights over all keys are "
+             "positive and sum to 1, a negative score only gets a small weight; they are "
+             "computed from the input, so they change with every sentence — training fixes "
+             "W_Q, W_K and W_V, not the weights")
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # **2.** You multiply every query and every key by 2 (same `d_k`). The weights become…
-# (a) unchanged · (b) sharper, closer to one-hot · (c) flatter, closer to uniform ·
-# (d) exactly uniform
+#
+# - (a) unchanged: a softmax ignores a common factor
+# - (b) sharper, closer to one-hot
+# - (c) flatter, closer to uniform
+# - (d) twice as large, in the same order
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
@@ -364,13 +372,19 @@ quiz_2 = "b"
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "b", "every score q·k is multiplied by 4, which spreads the scores apart; "
-             "the softmax of spread-out scores is closer to one-hot")
+grade_choice(quiz_2, "b", "every score q·k is multiplied by 4, which spreads the scores apart; a softmax "
+             "ignores a constant added to every score, not a factor, and its weights still sum "
+             "to 1: spread-out scores give weights closer to one-hot")
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # **3.** `Q` is `(10, 64)`, `K` is `(12, 64)`, `V` is `(12, 32)`. The output of attention has
-# shape… (a) `(10, 32)` · (b) `(12, 32)` · (c) `(10, 12)` · (d) `(10, 64)`
+# shape…
+#
+# - (a) `(10, 32)`
+# - (b) `(12, 32)`
+# - (c) `(10, 12)`
+# - (d) `(10, 64)`
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
@@ -381,8 +395,8 @@ quiz_3 = "a"
 # %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_3, "a", "weights are (n_q, n_k) = (10, 12), times V (12, 32) gives (10, 32): "
-             "one output row per query, d_v columns")
+grade_choice(quiz_3, "a", "weights are (n_q, n_k) = (10, 12), times V (12, 32) gives (10, 32): one output "
+             "row per query, d_v columns; (10, 12) is the weights themselves")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -371,59 +371,73 @@ print(f"std of q·k / √64:           {spread.scaled_score_std:.3f}")
 # only confirms that your answer is recorded; the grade comes with the feedback.
 #
 # **1.** `q` and `k` have `d_k = 256` independent components of mean 0 and variance 1. The
-# standard deviation of `q·k` is about… (a) 256 · (b) 16 · (c) 1 · (d) 1/16
+# standard deviation of `q·k` is about…
+#
+# - (a) 0
+# - (b) 1
+# - (c) 16
+# - (d) 256
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
 ### BEGIN SOLUTION
-quiz_1 = "b"
+quiz_1 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "b", "the variance of a sum of 256 independent unit-variance products is "
-             "256, so the standard deviation is √256 = 16; 256 is the variance, 1 the spread "
-             "after dividing by √d_k")
+grade_choice(quiz_1, "c", "the variance of a sum of 256 independent unit-variance products is 256, so the "
+             "standard deviation is √256 = 16; 0 is the mean of q·k, 256 its variance, and 1 "
+             "the spread after dividing by √d_k")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **2.** One query's weights are `p ≈ (0.998, 0.001, 0.001)`. The softmax Jacobian `∂p/∂z` at
-# this point is… (a) close to the identity matrix · (b) close to zero in every entry ·
-# (c) close to ¼ on its diagonal · (d) undefined, because some weights are nearly 0
+# **2.** One query's weights are `p ≈ (0.998, 0.001, 0.001)`. The softmax Jacobian `∂p/∂z` at this
+# point is…
+#
+# - (a) close to the identity matrix
+# - (b) close to `diag(p)`: 0.998 in its first entry
+# - (c) close to ¼ on its diagonal
+# - (d) close to zero in every entry
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
 ### BEGIN SOLUTION
-quiz_2 = "b"
+quiz_2 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "b", "every entry p_i(δ_ij − p_j) has the factor p_i, and the diagonal "
-             "p_i(1 − p_i) is near 0 both for p_i ≈ 1 and for p_i ≈ 0: a nearly one-hot softmax "
-             "passes almost no gradient to its scores")
+grade_choice(quiz_2, "d", "every entry p_i(δ_ij − p_j) has the factor p_i, and the diagonal p_i(1 − p_i) is "
+             "near 0 both for p_i ≈ 1 and for p_i ≈ 0: a nearly one-hot softmax passes almost "
+             "no gradient to its scores. diag(p) leaves out the −p_i p_j term, and ¼ is the "
+             "largest p(1 − p) can be, at p = ½")
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # **3.** Why does the `√d_k` argument hold only approximately in a trained model?
-# (a) training makes `q` and `k` correlated and changes their size · (b) the softmax is
-# differentiable only at initialisation · (c) `d_k` changes during training ·
-# (d) the division by `√d_k` is learned
+#
+# - (a) the components of `q` and `k` are not Gaussian, as the argument needs
+# - (b) learned projections make `q` and `k` correlated and change their spread
+# - (c) the `d_k` products average out only for `d_k` above about a thousand
+# - (d) the softmax saturates in training, which changes the variance of `q·k`
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
 ### BEGIN SOLUTION
-quiz_3 = "a"
+quiz_3 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_3, "a", "the argument assumes independent components of mean 0 and variance 1, "
-             "roughly true at initialisation; learned projections align queries with the keys "
-             "they should match and scale them as the task needs. d_k and the √d_k are fixed")
+grade_choice(quiz_3, "b", "the argument needs only independent components of mean 0 and variance 1 — any "
+             "distribution, any d_k — which holds roughly at initialisation; learned "
+             "projections align queries with the keys they should match and scale them as the "
+             "task needs. The softmax comes after the scores and does not change their "
+             "variance")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -623,62 +623,71 @@ plt.show()
 # only confirms that your answer is recorded; the grade comes with the feedback.
 #
 # **1.** Where does a causal mask act?
-# (a) it sets the blocked scores to `−∞` before the softmax ·
-# (b) it multiplies the weights by the mask after the softmax ·
-# (c) it sets the values of future tokens to zero ·
-# (d) it sets the queries of future tokens to zero
+#
+# - (a) it sets the blocked scores to 0 before the softmax
+# - (b) it multiplies the weights by the mask after the softmax
+# - (c) it sets the blocked scores to `−∞` before the softmax
+# - (d) it sets the value rows of future tokens to zero
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
 ### BEGIN SOLUTION
-quiz_1 = "a"
+quiz_1 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "a", "blocked scores become −∞ before the softmax, so they get weight exactly 0 "
-             "and the allowed keys share all of it; masking the weights afterwards leaves rows that do "
-             "not sum to 1 and lets future keys into the normaliser")
+grade_choice(quiz_1, "c", "blocked scores become −∞ before the softmax, so they get weight exactly 0 and "
+             "the allowed keys share all of it; a score of 0 still gets the weight e⁰ = 1 "
+             "before normalising, masking the weights afterwards leaves rows that do not sum "
+             "to 1, and zeroing the future values still lets their keys take weight")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **2.** You pass the course's causal mask `torch.tril(torch.ones(n, n, dtype=torch.bool))`
-# unchanged as `attn_mask` to `nn.MultiheadAttention`. What happens?
-# (a) the same as the course's causal attention ·
-# (b) each token attends only to later tokens, and the last token's row is NaN ·
-# (c) PyTorch raises an error ·
-# (d) the mask is ignored
+# **2.** You pass the course's `padding_mask([3, 2], 3)` unchanged as `key_padding_mask` to
+# `nn.MultiheadAttention`. What are the weights of the second sentence — two words, then one
+# padding position?
+#
+# - (a) weight 1 on the padding position, 0 on both words, in every row
+# - (b) as in the course: the two words share the weight, the padding gets 0
+# - (c) NaN in every row, because every one of its keys is blocked
+# - (d) none: PyTorch refuses a boolean mask and raises an error
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
 ### BEGIN SOLUTION
-quiz_2 = "b"
+quiz_2 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "b", "for nn.MultiheadAttention a True entry means *not allowed*, so the lower "
-             "triangle blocks the past and the diagonal; the last token has nothing left to attend to. "
-             "Pass ~mask instead")
+grade_choice(quiz_2, "a", "nn.MultiheadAttention blocks where key_padding_mask is True, so the course's "
+             "mask blocks the two words and leaves only the padding: every row puts all its "
+             "weight there. The NaN rows belong to the first sentence, whose three keys are "
+             "all blocked. Pass ~mask instead")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **3.** The context grows from 4096 to 8192 tokens. The bytes of one layer's score matrices and of
-# one layer's key/value cache are multiplied by…
-# (a) 2 and 2 · (b) 4 and 2 · (c) 4 and 4 · (d) 2 and 4
+# **3.** The context grows from 4096 to 8192 tokens. The bytes of one layer's score matrices and
+# of one layer's key/value cache are multiplied by…
+#
+# - (a) 2 and 2
+# - (b) 4 and 4
+# - (c) 2 and 4
+# - (d) 4 and 2
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
 ### BEGIN SOLUTION
-quiz_3 = "b"
+quiz_3 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_3, "b", "the score matrices hold n² numbers per head (× 4 when n doubles); the cache "
+grade_choice(quiz_3, "d", "the score matrices hold n² numbers per head (× 4 when n doubles); the cache "
              "holds one key and one value per token (× 2)")
 ### END HIDDEN TESTS
 

@@ -476,61 +476,72 @@ print("rope of the last token alone, at position 9 == row 9 of rope of the whole
 #
 # **1.** Self-attention without any positional information. You shuffle the words of a sentence.
 # The **mean of the output rows**…
-# (a) is unchanged · (b) is shuffled in the same way as the words · (c) changes by an amount that
-# depends on the shuffle · (d) becomes zero
+#
+# - (a) is shuffled the same way as the words
+# - (b) is unchanged: rows only trade places
+# - (c) changes: each word now has other neighbours
+# - (d) changes by an amount that depends on the shuffle
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
 ### BEGIN SOLUTION
-quiz_1 = "a"
+quiz_1 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "a", "self-attention is equivariant: shuffling the words shuffles the output rows, "
-             "and their mean does not care about the order — pooling is invariant")
+grade_choice(quiz_1, "b", "self-attention is equivariant: shuffling the words shuffles the output rows, and "
+             "their mean does not care about the order — pooling is invariant. Without "
+             "positions no word has neighbours to lose, and a mean is one vector, with nothing "
+             "to shuffle")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **2.** In the sinusoidal encoding with `d_model = 512`, which pair of dimensions completes a
-# full turn in the fewest positions?
-# (a) dims 0 and 1 · (b) dims 510 and 511 · (c) all pairs turn at the same rate ·
-# (d) it depends on the sentence
+# **2.** In the sinusoidal encoding with `d_model = 512`, which pair of dimensions turns less than
+# one full turn over the first 5,000 positions?
+#
+# - (a) dims 0 and 1
+# - (b) dims 256 and 257
+# - (c) dims 510 and 511
+# - (d) none: each pair turns at least once
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
 ### BEGIN SOLUTION
-quiz_2 = "a"
+quiz_2 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "a", "ω_i = base^(−2i/d) is largest for i = 0: pair 0 turns at 1 radian per "
-             "position (a turn every 2π ≈ 6.3 positions); higher pairs turn ever more slowly, and "
-             "the encoding never looks at the words")
+grade_choice(quiz_2, "c", "pair i turns ω_i = base^(−2i/d) radians per position: dims 0 and 1 turn every "
+             "6.3 positions, dims 256 and 257 every 628, and dims 510 and 511 only every "
+             "60,600 or so — under a tenth of a turn over 5,000 positions, like the highest "
+             "digit of a counter")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **3.** With RoPE, for `q` and `k` of shape `(1, d)`, the score
-# `rope(q, torch.tensor([5])) @ rope(k, torch.tensor([9])).T` equals…
-# (a) `rope(q, torch.tensor([0])) @ rope(k, torch.tensor([4])).T` ·
-# (b) `rope(q, torch.tensor([4])) @ rope(k, torch.tensor([0])).T` · (c) `q @ k.T` ·
-# (d) `rope(q, torch.tensor([9])) @ rope(k, torch.tensor([5])).T`
+# **3.** With RoPE, for `q` and `k` of shape `(1, d)`, the score `rope(q, torch.tensor([5])) @
+# rope(k, torch.tensor([9])).T` equals…
+#
+# - (a) `rope(q, torch.tensor([4])) @ rope(k, torch.tensor([0])).T`
+# - (b) `rope(q, torch.tensor([9])) @ rope(k, torch.tensor([5])).T`
+# - (c) `rope(q, torch.tensor([0])) @ rope(k, torch.tensor([0])).T`
+# - (d) `rope(q, torch.tensor([0])) @ rope(k, torch.tensor([4])).T`
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
 ### BEGIN SOLUTION
-quiz_3 = "a"
+quiz_3 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_3, "a", "the score depends only on the offset, key position minus query position: "
-             "9 − 5 = 4 = 4 − 0. Options (b) and (d) have offset −4, which RoPE tells apart from +4; "
-             "(c) is offset 0")
+grade_choice(quiz_3, "d", "the score depends only on the offset, key position minus query position: 9 − 5 = "
+             "4 = 4 − 0. Options (a) and (b) have offset −4, which RoPE tells apart from +4; "
+             "(c) is offset 0, the score without any rotation")
 ### END HIDDEN TESTS
 
 # %% [markdown]

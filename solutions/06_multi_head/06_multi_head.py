@@ -402,56 +402,72 @@ for result, seed in zip(ablations, seeds):
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
 # only confirms that your answer is recorded; the grade comes with the feedback.
 #
-# **1.** With `D = 512` and 8 heads, each head's queries and keys have width… (a) 512 · (b) 64 ·
-# (c) 8 · (d) 4096
+# **1.** With `D = 512` and 8 heads, each head's queries and keys have width…
+#
+# - (a) 64
+# - (b) 512
+# - (c) 8
+# - (d) 4096
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
 ### BEGIN SOLUTION
-quiz_1 = "b"
+quiz_1 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "b", "each token's 512 features are cut into 8 slices of d_h = 512 / 8 = 64, and "
-             "each head's scores are divided by √64 = 8")
+grade_choice(quiz_1, "a", "each token's 512 features are cut into 8 slices of d_h = 512 / 8 = 64, and each "
+             "head's scores are divided by √64 = 8; 512 would be eight full-width heads at "
+             "eight times the cost, and 4096 is their concatenation")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **2.** You go from 1 head to 8 heads at the same `D`, each head of width `D/8`. The number of
-# parameters of `W_Q, W_K, W_V, W_O`… (a) is multiplied by 8 · (b) is divided by 8 ·
-# (c) does not change · (d) is multiplied by 64
+# **2.** You go from 1 head of width `D` to 8 heads of width `D/8`. What grows?
+#
+# - (a) the parameters of `W_Q, W_K, W_V`: one set per head
+# - (b) the multiply-adds of the four projections
+# - (c) nothing: 8 heads of `D/8` cost what 1 head of `D` does
+# - (d) the number of attention weights: 8 matrices of `n × n`
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
 ### BEGIN SOLUTION
-quiz_2 = "c"
+quiz_2 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "c", "the four matrices stay (D, D): 4·D² parameters either way; the heads only "
-             "decide how the columns of W_Q, W_K, W_V are grouped")
+grade_choice(quiz_2, "d", "the four matrices stay (D, D): 4·D² parameters and the same multiply-adds either "
+             "way; what grows with the number of heads is the number of n × n weight "
+             "matrices, one per head, and with it the softmax work and the memory for the "
+             "weights")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **3.** You pass a boolean `attn_mask` to `nn.MultiheadAttention`. An entry `True` means…
-# (a) this query may attend to this key · (b) this query may **not** attend to this key ·
-# (c) this weight is set to 1 · (d) nothing: boolean masks are ignored
+# **3.** `x` has shape `(B, T, D)` with `T = 8` and `D = 16`. You split it into 4 heads with
+# `x.reshape(B, 4, 8, 4)`, without a transpose. What does head 0 hold?
+#
+# - (a) features 0–3 of all 8 tokens, as it should
+# - (b) nothing: `reshape` raises an error for these sizes
+# - (c) all 16 features of tokens 0 and 1, in 8 rows of 4
+# - (d) features 0, 4, 8 and 12 of all 8 tokens
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
 ### BEGIN SOLUTION
-quiz_3 = "b"
+quiz_3 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_3, "b", "nn.MultiheadAttention blocks where its bool mask is True — the opposite of "
-             "this course and of scaled_dot_product_attention; pass it ~mask")
+grade_choice(quiz_3, "c", "reshape re-reads the numbers in memory order, token by token: head 0 gets the "
+             "first 8 · 4 = 32 numbers, tokens 0 and 1 whole, cut into 8 rows of 4. The shape "
+             "is right and nothing fails; reshape(B, T, 4, 4).transpose(1, 2) gives head 0 "
+             "features 0–3 of every token")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -464,57 +464,73 @@ print(f"the lesson plan expected 90–100% on one word in layer 1: the best head
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
 # only confirms that your answer is recorded; the grade comes with the feedback.
 #
-# **1.** LayerNorm in a Transformer computes its mean and variance over…
-# (a) the batch, per feature · (b) the features of each token · (c) the tokens of each sequence ·
-# (d) the whole tensor
+# **1.** A short review is padded with zero vectors to the length of a long one, and the two are
+# normalised in one batch. Compared with the short review normalised alone, without padding,
+# LayerNorm's output for one of its words…
+#
+# - (a) changes: the batch statistics include the long review
+# - (b) changes: its sentence's statistics include the padding
+# - (c) stays the same only if the padding is masked first
+# - (d) stays the same: it uses only the word's own features
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
 ### BEGIN SOLUTION
-quiz_1 = "b"
+quiz_1 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "b", "each token is normalised over its own D features, so its output never "
-             "depends on other tokens or other examples in the batch")
+grade_choice(quiz_1, "d", "LayerNorm normalises each token over its own D features: no other token, padded "
+             "or not, and no other sequence of the batch enters its mean and variance, so "
+             "there is nothing to mask. Statistics over the batch or over the tokens are "
+             "BatchNorm's way")
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # **2.** In a pre-norm layer, which expression is computed for the attention sub-layer?
-# (a) `LayerNorm(x + attention(x))` · (b) `x + attention(LayerNorm(x))` ·
-# (c) `LayerNorm(attention(x))` · (d) `attention(x + LayerNorm(x))`
+#
+# - (a) `x + attention(LayerNorm(x))`
+# - (b) `LayerNorm(x + attention(x))`
+# - (c) `LayerNorm(attention(x))`
+# - (d) `x + LayerNorm(attention(x))`
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
 ### BEGIN SOLUTION
-quiz_2 = "b"
+quiz_2 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "b", "pre-norm normalises the sub-layer's input and leaves the residual path "
-             "x + … untouched; (a) is post-norm, the original Transformer's")
+grade_choice(quiz_2, "a", "pre-norm normalises the sub-layer's input and leaves the residual path x + … "
+             "untouched; (b) is post-norm, the original Transformer's, (c) has no residual "
+             "path, and (d) normalises the sub-layer's output instead of its input")
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # **3.** In a decoder's cross-attention, the queries come from … and the keys and values from …
-# (a) the encoder; the decoder · (b) the decoder; the decoder · (c) the decoder; the encoder's
-# output · (d) the encoder's output; the encoder's output
+#
+# - (a) the encoder's output; the decoder
+# - (b) the decoder; the encoder's output
+# - (c) the decoder; the decoder, under a causal mask
+# - (d) the decoder; the encoder's input embeddings
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
 ### BEGIN SOLUTION
-quiz_3 = "c"
+quiz_3 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_3, "c", "the word being written asks (query) which source words matter; the "
-             "encoder's output offers the keys and hands over the values")
+grade_choice(quiz_3, "b", "the word being written asks (query) which source words matter; the encoder's "
+             "output — the source after every encoder layer — offers the keys and hands over "
+             "the values. Queries, keys and values all from the decoder are its masked "
+             "self-attention")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -382,58 +382,72 @@ print(f"sdpa at n = 2048, (1, 1, T, d) input: {peak_4d / 2**20:6.2f} MiB;  (T, d
 # only confirms that your answer is recorded; the grade comes with the feedback.
 #
 # **1.** Compared with naive attention on `n` tokens, `online_softmax_attention` gives…
-# (a) the same output; memory for scores grows like `n` instead of `n²`; the multiply-adds still grow
-# like `n²` · (b) an approximation of the output, in time linear in `n` · (c) the same output in time
-# linear in `n` · (d) the same output with the same memory, only faster
+#
+# - (a) an approximation of the output, in time linear in `n`
+# - (b) the same output, with memory linear in `n` but `n²` work
+# - (c) the same output, in time and memory linear in `n`
+# - (d) the same output and memory, with fewer multiply-adds
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
 ### BEGIN SOLUTION
-quiz_1 = "a"
+quiz_1 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "a", "the running max and sum make the result exact and keep only (n, block) "
-             "slices in memory, but every query is still compared with every key: n² scores")
+grade_choice(quiz_1, "b", "the running max and sum make the result exact and keep only (n, block) slices of "
+             "scores in memory, but every query is still compared with every key: n² scores, "
+             "n²·d multiply-adds")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **2.** In one ViT-Base layer at 224 pixels (`n = 197`, `d = 768`, `d_ff = 3072`), which part
-# costs the most multiply-adds?
-# (a) the two `n × n` products · (b) the four projections · (c) the FFN · (d) the softmax
+# **2.** The original Transformer's layer (`d = 512`, `d_ff = 2048`) reads a 4,096-token document.
+# Which part costs the most multiply-adds?
+#
+# - (a) the two `n × n` products
+# - (b) the four projections `W_Q, W_K, W_V, W_O`
+# - (c) the feed-forward network
+# - (d) the softmax over the scores
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
 ### BEGIN SOLUTION
-quiz_2 = "c"
+quiz_2 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "c", "FFN 2·n·d·d_ff ≈ 0.93 billion, projections 4·n·d² ≈ 0.46 billion, the two "
-             "n × n products 2·n²·d ≈ 0.06 billion; the softmax is not even counted")
+grade_choice(quiz_2, "a", "4,096 tokens is past the crossover n = 2·d + d_ff = 3,072: the two n × n "
+             "products cost 2·n²·d ≈ 17.2 billion, the FFN 2·n·d·d_ff ≈ 8.6 billion, the "
+             "projections 4·n·d² ≈ 4.3 billion; the softmax is one exponential per score, not "
+             "d multiply-adds")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **3.** A sensor on a small microcontroller must process an endless stream of readings, one at a
-# time, in memory that must not grow. Which fits best?
-# (a) full self-attention over everything seen so far · (b) an LSTM ·
-# (c) self-attention with the online softmax · (d) self-attention with a causal mask
+# **3.** You run `online_softmax_attention` on `n = 4096` tokens with `block_size = 128` instead
+# of 64. What changes?
+#
+# - (a) the output: it gets closer to exact attention
+# - (b) the work: the multiply-adds are halved
+# - (c) only the memory for scores: it doubles
+# - (d) nothing: not even the memory in use
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
 ### BEGIN SOLUTION
-quiz_3 = "b"
+quiz_3 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_3, "b", "an LSTM carries a state of fixed size from step to step; every form of full "
-             "attention keeps all past keys and values, which grow with the stream")
+grade_choice(quiz_3, "c", "the running max and sum make the output exact for any block size, and every "
+             "query still meets every key (n²·d multiply-adds either way); the block size sets "
+             "the width of the (n, block) slice of scores held in memory at a time, so that "
+             "memory doubles")
 ### END HIDDEN TESTS
 
 # %% [markdown]

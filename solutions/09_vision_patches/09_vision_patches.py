@@ -496,58 +496,71 @@ plt.show()
 # only confirms that your answer is recorded; the grade comes with the feedback.
 #
 # **1.** A ViT reads a 384 × 384 RGB image with `P = 16` and a [CLS] token. How many tokens?
-# (a) 577 · (b) 576 · (c) 25 · (d) 9,217
+#
+# - (a) 25
+# - (b) 576
+# - (c) 577
+# - (d) 1,729
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
 ### BEGIN SOLUTION
-quiz_1 = "a"
+quiz_1 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "a", "384 / 16 = 24 patches per side, 24 · 24 = 576 patches, plus one [CLS] token; "
-             "the colour channels make each token longer (3·16·16 numbers), not more numerous")
+grade_choice(quiz_1, "c", "384 / 16 = 24 patches per side, 24 · 24 = 576 patches, plus one [CLS] token; the "
+             "colour channels make each token longer (3·16·16 numbers), not more numerous, "
+             "and 25 counts one row of patches")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **2.** On a 224 × 224 image you halve the patch size from 16 to 8. Each head's matrix of attention
-# scores gets about… (a) 2 times bigger · (b) 4 times bigger · (c) 16 times bigger · (d) the same size
+# **2.** On a 224 × 224 image you halve the patch size from 16 to 8. Each head's matrix of
+# attention scores gets about…
+#
+# - (a) the same size
+# - (b) 2 times bigger
+# - (c) 4 times bigger
+# - (d) 16 times bigger
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
 ### BEGIN SOLUTION
-quiz_2 = "c"
+quiz_2 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "c", "half the patch size gives 4 times the patches (197 -> 785 tokens), and the "
-             "score matrix is n × n: about 16 times the entries")
+grade_choice(quiz_2, "d", "half the patch size gives 4 times the patches (197 -> 785 tokens), and the score "
+             "matrix is n × n: about 16 times the entries")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **3.** Which statement matches this lesson's experiment and the ViT paper?
-# (a) A ViT always beats a CNN, because attention sees the whole image at once ·
-# (b) With little data a CNN's built-in locality and weight sharing tend to win; ViTs need much more
-# data to catch up · (c) A ViT without position vectors can still tell the top-left corner from the
-# bottom-right one · (d) The patch embedding cannot be written as a convolution
+# **3.** A ViT cuts 224 × 224 RGB images into 16 × 16 patches and embeds each in `D = 768`
+# features. Which PyTorch layer computes the same patch embedding?
+#
+# - (a) `nn.Conv2d(3, 768, kernel_size=16, stride=16)`
+# - (b) `nn.Conv2d(3, 768, kernel_size=16, stride=1)`
+# - (c) `nn.Linear(3, 768)`, applied to every pixel
+# - (d) `nn.Conv2d(768, 3, kernel_size=16, stride=16)`
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
 ### BEGIN SOLUTION
-quiz_3 = "b"
+quiz_3 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quiz_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_3, "b", "the CNN's inductive bias makes it learn from few images; ViTs caught up with "
-             "ResNets only when pre-trained on tens to hundreds of millions of images (Dosovitskiy et "
-             "al., 2021); without positions attention cannot tell corners apart, and the patch "
-             "embedding is a convolution with kernel = stride = P")
+grade_choice(quiz_3, "a", "non-overlapping P × P patches, each through the same linear map, are a "
+             "convolution whose kernel and stride are both P, from the 3 colour channels to D "
+             "= 768 features; stride 1 would slide the kernel one pixel at a time (209 × 209 "
+             "overlapping patches), a Linear on each pixel sees no neighbours, and nn.Conv2d "
+             "takes in_channels first, then out_channels")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -16,12 +16,14 @@
 # three questions of a short quiz from a second introduction to attention. For each one:
 #
 # 1. run the cell that checks it by computation (where code can check it) and read what it prints;
-# 2. set the answer — `True` or `False` (without quotes), or one letter such as `"b"`;
-# 3. run the check cell below it: it records your answer and then prints the **reason**.
+# 2. decide, and set the answer — `True` or `False` (without quotes), or one letter such as `"b"`;
+# 3. run the check cell below it: it records your answer.
 #
-# The check does not say whether you were right; the grade comes with the feedback. Read each
-# reason before moving on — it is the point of the lesson. At the end, one question is graded by
-# hand.
+# The check does not say whether you were right. The grade comes with the feedback, and with it
+# the **reason** behind every verdict: read them there — they are the point of the lesson.
+# Working on your own? Each reason is in the hidden test of its check cell, in the lesson's source
+# `solutions/10_claims_checked/10_claims_checked.py`: answer first, then compare. At the end, one
+# question is graded by hand.
 #
 # **Time:** about 30 minutes. Everything here was built in lessons 01–09; each claim says where.
 
@@ -36,13 +38,12 @@ from helpers import attention as reference
 from helpers.claims import (
     attention_as_convolution,
     causal_attention_peak_bytes,
-    check_claim,
     circular_conv1d,
     gradient_by_distance,
     plot_gradient_by_distance,
 )
 from helpers.cost import crossover_n, layer_macs, score_share
-from helpers.quiz import grade_choice
+from helpers.quiz import check_choice, grade_choice
 from helpers.scaling import score_std
 
 np.set_printoptions(precision=3, suppress=True)
@@ -70,24 +71,27 @@ for name, curve in curves.items():
 # Lesson 01 also trained the models: on the same task the plain RNN stayed near chance, while the
 # LSTM reached 99.9–100% accuracy. Which verdict fits best?
 #
-# (a) false: an RNN weighs every word the same ·
-# (b) true for every recurrent network, LSTMs included — which is why recurrent models could not
-# learn the sentiment task ·
-# (c) true for plain RNNs, and measurable; gated RNNs such as the LSTM largely fixed the accuracy
-# problem ·
-# (d) false: the only weakness of RNNs is that they cannot run in parallel
+# - (a) true for plain RNNs, and measurable; LSTMs largely fixed the accuracy
+# - (b) true for every recurrent network, LSTMs included, so none learns the task
+# - (c) false: an RNN's gradient reaches the first word as strongly as the last
+# - (d) false: the only weakness of RNNs is that they cannot run in parallel
 
 # %% nbgrader={"grade": false, "grade_id": "claim_1", "locked": false, "schema_version": 3, "solution": true}
 claim_1 = None
 ### BEGIN SOLUTION
-claim_1 = "c"
+claim_1 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(claim_1, "claim_1", "abcd")
+check_choice(claim_1, "abcd", "claim_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_1, "c", "the vanishing gradient is real and measurable for plain RNNs; LSTMs largely "
-             "fixed accuracy; attention adds a constant path length and parallel training")
+grade_choice(claim_1, "a", "True for plain RNNs, and measurable: a word k steps back reaches the output only "
+             "through k multiplications by W_h (and tanh′), so its gradient shrinks roughly "
+             "geometrically with k; the measurement above found it many orders of magnitude "
+             "weaker 40 steps back. But gated RNNs keep an additive cell path the network can "
+             "learn to hold open: in lesson 01 the LSTM reached 99.9–100% accuracy while the "
+             "plain RNN stayed near chance. What attention adds for good is a one-step path "
+             "between any two positions and training all positions in parallel.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -100,11 +104,7 @@ grade_choice(claim_1, "c", "the vanishing gradient is real and measurable for pl
 rng = np.random.default_rng(0)
 Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
 _, W = reference.attention(Q, K, V)  # W: the (n_q, n_k) weights
-print("weights", W.shape, "@ V", V.shape, "->", (W @ V).shape)
-try:
-    W @ V.T
-except ValueError:
-    print("weights", W.shape, "@ V.T", V.T.shape, f"-> ValueError: inner sizes {W.shape[1]} and {V.T.shape[0]} differ")
+print("weights:", W.shape, "  V:", V.shape, "  Vᵀ:", V.T.shape)
 
 # %% [markdown]
 # True or False: with tokens as rows, attention is `softmax(QKᵀ/√d_k) Vᵀ`.
@@ -116,9 +116,13 @@ claim_2 = False
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(claim_2, "claim_2", "tf")
+check_choice(claim_2, "tf", "claim_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_2, False, "with tokens as rows the (n_q, n_k) weights multiply V (n_k, d_v): · V, not · Vᵀ")
+grade_choice(claim_2, False, "False. With tokens as rows (Q = X W_Q), the weights are (n_q, n_k) and V is "
+             "(n_k, d_v): the output is weights @ V, each output row a blend of value rows. Vᵀ "
+             "is (d_v, n_k): it does not even fit unless n_k = d_v, and then it silently "
+             "computes something else. (Written with tokens as columns, the same operation "
+             "reads V · softmax(…)ᵀ.)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -132,30 +136,36 @@ w_q, w_k, w_v = (rng.normal(size=(4, 3)) for _ in range(3))
 perm = np.array([2, 0, 4, 1, 3])
 out, _ = reference.self_attention(x, w_q, w_k, w_v)
 out_shuffled, _ = reference.self_attention(x[perm], w_q, w_k, w_v)
-print("output unchanged by the shuffle:         ", np.allclose(out_shuffled, out))
-print("output rows shuffled the same way:       ", np.allclose(out_shuffled, out[perm]))
-print("mean over the tokens unchanged:          ", np.allclose(out_shuffled.mean(0), out.mean(0)))
+print("the tokens in their new order:              ", perm)
+print("row i of the new output is row … of the old:",
+      [int(np.abs(out - row).sum(axis=1).argmin()) for row in out_shuffled])
+print(f"largest change of an output row in place:    {np.abs(out_shuffled - out).max():.2f}")
+print(f"largest change of the mean over the tokens:  {np.abs(out_shuffled.mean(0) - out.mean(0)).max():.1e}")
 
 # %% [markdown]
 # Which verdict fits best?
 #
-# (a) true: shuffling the tokens leaves the output unchanged ·
-# (b) it is *equivariant*: shuffling the tokens shuffles the output rows the same way; a mean over
-# the tokens is invariant ·
-# (c) false: self-attention knows the position of every token ·
-# (d) true, but only under a causal mask
+# - (a) true: shuffling the tokens leaves every output row unchanged
+# - (b) false: each token attends most to its neighbours, so order matters
+# - (c) false: it is equivariant, the output rows move with the tokens
+# - (d) true, but only under a causal mask, which fixes the reading order
 
 # %% nbgrader={"grade": false, "grade_id": "claim_3", "locked": false, "schema_version": 3, "solution": true}
 claim_3 = None
 ### BEGIN SOLUTION
-claim_3 = "b"
+claim_3 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(claim_3, "claim_3", "abcd")
+check_choice(claim_3, "abcd", "claim_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_3, "b", "self-attention is permutation-equivariant; a pooled or [CLS] readout without "
-             "positions is invariant")
+grade_choice(claim_3, "c", "Self-attention without positions is permutation-equivariant, not invariant: "
+             "shuffle the input rows and the output rows come out shuffled the same way (the "
+             "computation above). What is invariant is a readout that forgets which row is "
+             "which, such as the mean over tokens or a [CLS] token without positions. Without "
+             "positions no token has neighbours, and the word order is lost until positions "
+             "are added (lesson 05); a causal mask brings an order of its own, and under it "
+             "the output depends on the order.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -188,9 +198,13 @@ claim_4 = False
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_4_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(claim_4, "claim_4", "tf")
+check_choice(claim_4, "tf", "claim_4")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_4, False, "an embedding is a learned lookup table; normalisation comes from LayerNorm")
+grade_choice(claim_4, False, "False. An embedding layer is a learned lookup table: token id → one row of its "
+             "weight matrix. The rows have whatever sizes training gives them; nothing is "
+             "normalised (the measurement above: different norms, means and spreads). Inside a "
+             "Transformer, normalisation comes from LayerNorm, which gives each token's "
+             "vector mean 0 and variance 1 over its features before its scale and shift.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -207,10 +221,13 @@ claim_5 = False
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_5_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(claim_5, "claim_5", "tf")
+check_choice(claim_5, "tf", "claim_5")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_5, False, "a hope of the original paper; measured later, sinusoidal models degrade "
-             "quickly beyond the training length (Press et al., 2022)")
+grade_choice(claim_5, False, "False. It was a hope: Vaswani et al. chose sinusoids because they 'may allow' "
+             "the model to extrapolate to longer sequences. Measured later, models with "
+             "sinusoidal encodings degrade quickly beyond the training length (Press et al., "
+             "2022); relative schemes such as ALiBi and RoPE were developed partly for this. "
+             "Being defined at every position is not the same as being useful there.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -232,23 +249,26 @@ print(f"an average of the heads would have shape {tuple(torch.stack(heads).mean(
 # %% [markdown]
 # Lesson 06 also removed heads of a trained model one at a time. Which verdict fits best?
 #
-# (a) yes: each head votes independently and the votes are averaged ·
-# (b) no: all heads always learn the same pattern ·
-# (c) yes, and removing any single head ruins the model ·
-# (d) only loosely: the heads are trained jointly and mixed by the learned `W_O`, and many can be
-# removed after training with little loss
+# - (a) yes: each head votes on its own, and `W_O` averages the votes
+# - (b) loosely: trained jointly, mixed by `W_O`, and many can be pruned
+# - (c) yes, and so removing any one head ruins the trained model
+# - (d) no: trained jointly, all heads end up learning the same pattern
 
 # %% nbgrader={"grade": false, "grade_id": "claim_6", "locked": false, "schema_version": 3, "solution": true}
 claim_6 = None
 ### BEGIN SOLUTION
-claim_6 = "d"
+claim_6 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_6_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(claim_6, "claim_6", "abcd")
+check_choice(claim_6, "abcd", "claim_6")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_6, "d", "heads are trained jointly and mixed by W_O, not averaged as votes; many are "
-             "redundant (Michel et al., 2019)")
+grade_choice(claim_6, "b", "Only loosely. The heads are trained jointly, and their outputs are concatenated "
+             "and mixed by the learned W_O: each head passes through its own block of W_O and "
+             "the results are summed (the computation above), not averaged as independent "
+             "votes. They do not all learn the same pattern, and many turn out redundant: a "
+             "large fraction can be pruned after training with little loss (Michel et al., "
+             "2019; Voita et al., 2019), so removing one head rarely ruins the model.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -271,23 +291,27 @@ print(f"the n × n part reaches half of ViT-Base's layer at n = {crossover_n(768
 # %% [markdown]
 # Which verdict fits best?
 #
-# (a) true for the products `QKᵀ` and `weights @ V` (`n²·d`), but the projections cost `n·d²` and,
-# with the FFN, dominate for short sequences ·
-# (b) false: `QKᵀ` costs `n·d²` ·
-# (c) true, so `d` can be raised at almost no cost ·
-# (d) false: attention's cost does not depend on `d` at all
+# - (a) true, so widening `d` costs little next to lengthening `n`
+# - (b) false: `QKᵀ` costs `n·d²`, quadratic in `d` like the projections
+# - (c) false: the `n × n` products cost `n²`, whatever `d` is
+# - (d) half true: the `n × n` products are `n²·d`, but projections cost `n·d²`
 
 # %% nbgrader={"grade": false, "grade_id": "claim_7", "locked": false, "schema_version": 3, "solution": true}
 claim_7 = None
 ### BEGIN SOLUTION
-claim_7 = "a"
+claim_7 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_7_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(claim_7, "claim_7", "abcd")
+check_choice(claim_7, "abcd", "claim_7")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_7, "a", "the n × n products are n²·d, but projections (n·d²) and the FFN dominate "
-             "short sequences: about 4% for ViT-Base at 224 px")
+grade_choice(claim_7, "d", "Half true. The two n × n products cost 2·n²·d, linear in d (not n·d², and not "
+             "free of d); but the projections cost 4·n·d², quadratic in d, and the FFN "
+             "2·n·d·d_ff. For ViT-Base at 224 px (n = 197, d = 768, d_ff = 3072) the n × n "
+             "part is about 4% of the layer, and for a 50-word sentence with d = 512 even "
+             "less; it reaches half only at n = 2d + d_ff. For short sequences a wider d is "
+             "the expensive direction: 'attention is quadratic' describes the pairwise part, "
+             "not the whole bill.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -312,27 +336,31 @@ print("without positions, a shuffle only shuffles the rows:",
 # %% [markdown]
 # Which verdict fits best?
 #
-# (a) no: attention and convolution have nothing in common ·
-# (b) with relative positional encodings and enough heads, multi-head attention can express any
-# convolution; without positions it is a weighted average over an unordered set ·
-# (c) yes, always, even without any positional information ·
-# (d) only for images, never for sequences
+# - (a) yes, given relative positions and enough heads: any convolution
+# - (b) yes, given relative positions: one head can hold any kernel
+# - (c) yes, even without positions, since its weights come from the data
+# - (d) no: a convolution's weights are fixed and attention's computed
 
 # %% nbgrader={"grade": false, "grade_id": "claim_8", "locked": false, "schema_version": 3, "solution": true}
 claim_8 = None
 ### BEGIN SOLUTION
-claim_8 = "b"
+claim_8 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_8_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(claim_8, "claim_8", "abcd")
+check_choice(claim_8, "abcd", "claim_8")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_8, "b", "with relative positions and enough heads attention can express any "
-             "convolution (Cordonnier et al., 2020); without positions it sees an unordered set")
+grade_choice(claim_8, "a", "With relative positional encodings, yes: Cordonnier et al. (2020) proved that a "
+             "multi-head attention layer with enough heads (one per kernel position, e.g. 9 "
+             "for a 3 × 3 kernel) can express any convolution, and found trained vision "
+             "attention layers often looking local. The computation above builds the 1-D case "
+             "with 3 heads; one head gives every position a single weight and cannot hold a "
+             "kernel's separate taps. Without positional information, attention is a weighted "
+             "average over an unordered set and cannot tell a left neighbour from a right one.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Claim 9 — "Masking the future does not shrink the score matrix."
+# ### Claim 9 — "A causal mask makes the memory of attention linear in n."
 #
 # Lesson 04's masked attention, which materialises the scores, with and without a causal mask.
 # Memory is counted as in lesson 08: the peak bytes of the tensors alive at once during the call
@@ -345,8 +373,8 @@ for n in (256, 512, 1024):
           f"one n × n float32 matrix {n * n * 4 / 2**20:5.2f} MiB")
 
 # %% [markdown]
-# True or False: with a causal mask, attention that materialises its scores still needs memory that
-# grows like `n²`.
+# True or False: with a causal mask, attention that materialises its scores needs memory that grows
+# like `n²`.
 
 # %% nbgrader={"grade": false, "grade_id": "claim_9", "locked": false, "schema_version": 3, "solution": true}
 claim_9 = None
@@ -355,10 +383,14 @@ claim_9 = True
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_9_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(claim_9, "claim_9", "tf")
+check_choice(claim_9, "tf", "claim_9")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_9, True, "the mask blocks half of the scores but the whole n × n matrix is still built; "
-             "blocks (FlashAttention) or a KV cache, not the mask, make memory linear")
+grade_choice(claim_9, True, "True. A causal mask sets half of the scores to −∞, but an implementation that "
+             "materialises the scores still builds the whole n × n matrix and throws the "
+             "blocked half away: the measurement above found the peak growing about 4 times "
+             "per doubling of n, with and without the mask. Memory linear in n comes from "
+             "computing in blocks (FlashAttention, lesson 08) or from decoding with a "
+             "key/value cache, not from the mask. The n² comparisons remain either way.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -369,29 +401,39 @@ grade_choice(claim_9, True, "the mask blocks half of the scores but the whole n 
 #
 # ### Quick check 1
 #
-# In the worked example (*voltage*, *spike*, *alarm*), the first query's weights are computed as:
+# The worked example (*voltage*, *spike*, *alarm*): its weights, one row per query, and its outputs:
 
 # %%
 Q3 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
 V3 = np.array([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]])
 out3, weights3 = reference.attention(Q3, Q3, V3)  # here K = Q
-print("weights of the first query:", weights3[0], " output:", out3[0])
+print("weights:\n", weights3)
+print("outputs:\n", out3)
 
 # %% [markdown]
-# What does `0.198` represent?
-# (a) which query vector is produced · (b) the attention weight the first query gives to the middle
-# value · (c) the sequence length · (d) the key projection width
+# What does the `0.198` in row 0, column 1 of the weights represent?
+#
+# - (a) the weight the second token (spike) gives to the first (voltage)
+# - (b) the scaled score of voltage's query against spike's key
+# - (c) the weight the first token (voltage) gives to the second (spike)
+# - (d) the similarity of voltage's and spike's keys, as a cosine
 
 # %% nbgrader={"grade": false, "grade_id": "quick_1", "locked": false, "schema_version": 3, "solution": true}
 quick_1 = None
 ### BEGIN SOLUTION
-quick_1 = "b"
+quick_1 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quick_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(quick_1, "quick_1", "abcd")
+check_choice(quick_1, "abcd", "quick_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quick_1, "b", "0.198 is the weight the first query (voltage) gives to the middle token (spike)")
+grade_choice(quick_1, "c", "Row i of the weights is query i's softmax over the keys, and column j "
+             "belongs to key j: row 0, column 1 is the weight the first token, voltage, gives "
+             "to the second, spike, so spike's value [0, 10] makes up 0.198 of voltage's "
+             "output [6.017, 3.983]. The same number in row 1, column 0 is spike's weight on "
+             "voltage. It is a weight after the softmax, not a score (voltage's scaled score "
+             "against spike is 0), and not a similarity of keys (their keys are orthogonal: "
+             "cosine 0).")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -406,21 +448,27 @@ for d_k in (4, 64, 512):
 
 # %% [markdown]
 # Why are the scores divided by `√d_k`?
-# (a) to make every value vector have unit length · (b) to reduce the number of tokens being
-# compared · (c) because the variance of the dot product grows roughly with `d_k`, which can
-# saturate the softmax · (d) because causal masks require normalised keys
+#
+# - (a) so that every score lies between −1 and 1, like a cosine
+# - (b) so that the weights of each query sum to 1
+# - (c) to average the `d_k` products instead of adding them
+# - (d) the spread of `q·k` grows with `d_k` and would saturate the softmax
 
 # %% nbgrader={"grade": false, "grade_id": "quick_2", "locked": false, "schema_version": 3, "solution": true}
 quick_2 = None
 ### BEGIN SOLUTION
-quick_2 = "c"
+quick_2 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quick_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(quick_2, "quick_2", "abcd")
+check_choice(quick_2, "abcd", "quick_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quick_2, "c", "the variance of q·k grows like d_k; large scores saturate the softmax and its "
-             "gradient vanishes")
+grade_choice(quick_2, "d", "For independent components of variance 1, q·k is a sum of d_k products, so its "
+             "variance is d_k and its standard deviation √d_k (8 at d_k = 64, as measured "
+             "above). Scores that spread out push the softmax towards one-hot, where its "
+             "gradient nearly vanishes; dividing by √d_k brings the spread back near 1. The "
+             "scaled scores are not bounded like cosines, the softmax alone makes the weights "
+             "sum to 1, and averaging (dividing by d_k) would shrink the spread to 1/√d_k.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -428,10 +476,11 @@ grade_choice(quick_2, "c", "the variance of q·k grows like d_k; large scores sa
 #
 # You must model a very long sequence whose dependencies are local, or follow a fixed pattern.
 # What fits best?
-# (a) full self-attention, because attention is always more expressive ·
-# (b) an RNN or a local convolution, because a fixed or local dependency pattern avoids comparing
-# every pair · (c) causal masking alone, because it turns quadratic memory into linear memory ·
-# (d) remove the value projections, because the keys contain all the information needed
+#
+# - (a) full self-attention, because attention is always more expressive
+# - (b) an RNN or a local convolution: a local pattern needs no all-pairs work
+# - (c) causal masking alone, because it makes the memory linear in `n`
+# - (d) full attention with the online softmax, whose memory is linear
 
 # %% nbgrader={"grade": false, "grade_id": "quick_3", "locked": false, "schema_version": 3, "solution": true}
 quick_3 = None
@@ -440,10 +489,14 @@ quick_3 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "quick_3_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_claim(quick_3, "quick_3", "abcd")
+check_choice(quick_3, "abcd", "quick_3")
 ### BEGIN HIDDEN TESTS
-grade_choice(quick_3, "b", "a local or fixed pattern needs no all-pairs comparison: a recurrent network or "
-             "a local convolution covers it")
+grade_choice(quick_3, "b", "When the dependencies are local or follow a fixed pattern, a recurrent network "
+             "(constant state, streaming) or a local convolution covers them without comparing "
+             "every pair; local attention is another option. Full attention would compute all "
+             "n² pairs for links that are not there, with the online softmax too, which saves "
+             "the memory but not the work; and a causal mask alone keeps the n² memory of "
+             "materialised scores.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
