@@ -38,7 +38,7 @@ THUMB_WIDTH, SHEET_COLUMNS = 320, 6
 
 # What the current slide measures on screen, and the figures on it (their index among all images
 # of the deck, and the screen pixels per image pixel).
-_MEASURE = """() => {
+_MEASURE = r"""() => {
     const slide = Reveal.getCurrentSlide(), scale = Reveal.getScale();
     const wide = Array.from(slide.querySelectorAll('pre')).filter(p => p.scrollWidth > p.clientWidth + 2);
     const all = Array.from(document.querySelectorAll('.reveal .slides img'));
@@ -47,7 +47,8 @@ _MEASURE = """() => {
         scale: img.naturalWidth ? img.getBoundingClientRect().width / img.naturalWidth : 0}));
     return {where: Reveal.getIndices(), height: slide.scrollHeight * scale,
             width: slide.scrollWidth * scale, cut: wide.length, images: images,
-            notes: (Reveal.getSlideNotes() || '').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200),
+            notes: (Reveal.getSlideNotes() || '').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ')
+                   .trim().slice(0, 200),
             last: Reveal.isLastSlide()};
 }"""
 

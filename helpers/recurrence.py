@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -76,6 +76,7 @@ class GradientProfile:
 
     ratios: dict[str, np.ndarray]
     n_distances: int
+    last_word: dict[str, np.ndarray] = field(default_factory=dict)  # (n_samples,) the last word's own norm
 
     def median(self, name: str) -> np.ndarray:
         """Median ratio at each distance (n_distances,)."""
@@ -86,6 +87,12 @@ class GradientProfile:
         if not 0 <= distance < self.n_distances:
             raise ValueError(f"distance must lie in 0..{self.n_distances - 1}, got {distance}")
         return float(self.median(name)[distance])
+
+    def absolute_at(self, name: str, distance: int) -> float:
+        """The median ‖∂y/∂x‖ itself (not divided by the last word's) at ``distance`` words before the end."""
+        if not 0 <= distance < self.n_distances:
+            raise ValueError(f"distance must lie in 0..{self.n_distances - 1}, got {distance}")
+        return float(np.median(self.ratios[name][:, distance] * self.last_word[name]))
 
 
 def long_reviews(n: int, seed: int = 0) -> list[list[str]]:
@@ -106,9 +113,9 @@ def gradient_profile(names: Sequence[str] = ("rnn", "lstm", "attention"), seeds:
     reviews = long_reviews(n_reviews)
     if n_distances > min(len(r) for r in reviews):
         raise ValueError(f"n_distances must be at most {min(len(r) for r in reviews)}, the shortest review")
-    ratios = {}
+    ratios, last = {}, {}
     for name in names:
-        rows = []
+        rows, ends = [], []
         for seed in seeds:
             torch.manual_seed(seed)
             model = (load_model(name, seed) if trained else build(name)).double().eval()
@@ -122,5 +129,7 @@ def gradient_profile(names: Sequence[str] = ("rnn", "lstm", "attention"), seeds:
                 norms = grad_fn(logit, emb).numpy()[int(model.needs_cls):]  # one per word, not [CLS]
                 from_end = norms[::-1][:n_distances]  # distance 0 = the last word
                 rows.append(from_end / from_end[0])
+                ends.append(from_end[0])
         ratios[name] = np.array(rows)  # (len(seeds) * n_reviews, n_distances)
-    return GradientProfile(ratios, n_distances)
+        last[name] = np.array(ends)
+    return GradientProfile(ratios, n_distances, last)

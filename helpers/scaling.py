@@ -9,6 +9,7 @@ without the scale; the lesson's figures, table and widget show their results.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -129,6 +130,43 @@ def sweep_table(sweep: Sweep) -> str:
                  f"log {sweep.n_keys} = {math.log(sweep.n_keys):.3f} nats and max weight "
                  f"{1 / sweep.n_keys:.3f}; stalled = ‖J‖ < {STALLED:g})")
     return "\n".join(lines)
+
+
+def sweep_reading(sweep: Sweep, typical: int = 64) -> str:
+    """What the sweep shows about the Jacobian, in sentences computed from it: where the unscaled
+    softmax has the larger gradient, where it falls behind (and at the ``typical`` head width), where
+    its median stalls, and the range the scaled one stays in."""
+    pairs = list(zip(sweep.raw, sweep.scaled))
+    out = []
+    ahead = [(r, s) for r, s in pairs if r.jacobian_norm > s.jacobian_norm]
+    if ahead:
+        r, s = ahead[-1]
+        out.append(f"Without the scale the median ‖J‖ is the larger one up to d_k = {r.d_k} "
+                   f"({r.jacobian_norm:.3f} against {s.jacobian_norm:.3f}): scores that spread a little "
+                   "sharpen the softmax, and a moderately peaked softmax is more sensitive than a flat "
+                   "one. Both extremes have small gradients — a flat softmax because every weight is "
+                   "small, a one-hot one because nothing moves.")
+    behind = [(r, s) for r, s in pairs if r.jacobian_norm < s.jacobian_norm]
+    if behind:
+        r, s = behind[0]
+        out.append(f"From d_k = {r.d_k} the unscaled softmax falls behind ({r.jacobian_norm:.3f} against "
+                   f"{s.jacobian_norm:.3f}).")
+    at = {r.d_k: (r, s) for r, s in pairs}.get(typical)
+    if at:
+        r, s = at
+        out.append(f"At d_k = {typical}, a common head width, its median ‖J‖ is {r.jacobian_norm:.3f} "
+                   f"against {s.jacobian_norm:.3f} with the scale, and {r.stalled:.0%} of the queries stall.")
+    dead = [r for r, _ in pairs if r.jacobian_norm < STALLED]
+    if dead:
+        out.append(f"The median query itself stalls (‖J‖ < {STALLED:g}) from d_k = {dead[0].d_k}: "
+                   + ", ".join(f"{r.jacobian_norm:.4f} at {r.d_k}" for r in dead)
+                   + f", with {dead[0].stalled:.0%}–{dead[-1].stalled:.0%} of the queries stalled.")
+    scaled = [s.jacobian_norm for _, s in pairs]
+    worst = max(s.stalled for _, s in pairs)
+    stalls = "no query stalls." if worst == 0 else f"at most {worst:.0%} of the queries stall."
+    out.append(f"With the scale the median stays between {min(scaled):.3f} and {max(scaled):.3f} at every "
+               f"width, and {stalls}")
+    return textwrap.fill(" ".join(out), width=100)
 
 
 @dataclass(frozen=True)

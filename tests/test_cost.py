@@ -178,6 +178,11 @@ def test_table_and_ratios_list_every_n(points):
     assert len(table.splitlines()) == 3
     ratios = cost.cost_ratios(points)
     assert ratios.count("naive/online") == 2 and ratios.count("naive/sdpa") == 2
+    # sdpa's working memory is hidden inside its kernel: no memory ratio is claimed for it
+    for line in ratios.splitlines()[:2]:
+        assert line.split("naive/sdpa")[1].split("memory ×")[1].strip() == "n/a"
+        assert "n/a" not in line.split("naive/online")[1].split("naive/sdpa")[0]
+    assert "sees only the output of sdpa" in ratios
 
 
 def test_plot_method_costs_draws_each_method_and_guides(points):

@@ -210,3 +210,24 @@ def test_scaling_explorer_updates_and_has_a_static_picture():
     switch.value = True
     assert "√d_k" in numbers.value and bytes(picture.value).startswith(PNG)
     assert "image/png" in shown._repr_mimebundle_()
+
+
+def test_sweep_reading_follows_the_numbers():
+    """The sentences under lesson 03's table are computed from the sweep: they name where the
+    unscaled Jacobian is the larger one, where it falls behind, d_k = 64 and where it stalls."""
+    from helpers.scaling import scaling_sweep, sweep_reading
+
+    sweep = scaling_sweep((2, 4, 8, 16, 32, 64, 128, 256, 512), n_queries=200)
+    text = " ".join(sweep_reading(sweep).split())
+    at = {r.d_k: (r, s) for r, s in zip(sweep.raw, sweep.scaled)}
+    ahead = max(d for d, (r, s) in at.items() if r.jacobian_norm > s.jacobian_norm)
+    assert f"larger one up to d_k = {ahead} " in text and ahead <= 32
+    r64, s64 = at[64]
+    assert f"{r64.jacobian_norm:.3f} against {s64.jacobian_norm:.3f}" in text
+    assert f"{r64.stalled:.0%} of the queries stall" in text
+    dead = min(d for d, (r, _) in at.items() if r.jacobian_norm < 1e-2)
+    assert f"stalls (‖J‖ < 0.01) from d_k = {dead}:" in text and dead >= 128
+    assert "no query stalls" in text
+    # widths where scaling never loses: no sentence about the unscaled softmax being larger
+    small = scaling_sweep((128, 256), n_queries=100)
+    assert "larger one" not in sweep_reading(small)

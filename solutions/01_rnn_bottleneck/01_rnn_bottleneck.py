@@ -293,13 +293,16 @@ plot_gradient_by_distance(after, ax=axes[1], title="after training")
 plt.show()
 for name in after.ratios:
     print(f"{LABELS[name]:<22} at distance 40: {before.at(name, 40):.1e} before training, "
-          f"{after.at(name, 40):.1e} after")
+          f"{after.at(name, 40):.1e} after (relative to the last word)")
+    print(f"{'':<22} the last word's own gradient: {np.median(before.last_word[name]):.2g} before, "
+          f"{np.median(after.last_word[name]):.2g} after; at distance 40 without dividing: "
+          f"{before.absolute_at(name, 40):.1e} before, {after.absolute_at(name, 40):.1e} after")
 
 # %% [markdown]
-# After training, the LSTM's gradient at distance 40 is several orders of magnitude larger than
-# at initialisation: training opened the path. The plain RNN's stayed shut. (In these reviews the
-# last word is the distractor's adjective, which the trained LSTM and attention model learned to
-# ignore, so "relative to the last word" flatters them a little; the RNN has no such excuse.)
+# Compare the two panels at distance 40: training opened the LSTM's path by orders of magnitude,
+# while the plain RNN's stayed shut. The chart divides by the last word's gradient, and training
+# changes that too — the second line of each model gives the gradients without the division, so
+# you can check that the ratio does not create the gain.
 #
 # **Think (2 points, graded by hand).** The plain RNN is near chance even on `no_fillers`, where
 # the deciding adjective is the *last* word — a path of a single step. Using the histogram of
@@ -403,9 +406,24 @@ grade_choice(quiz_3, "b", "with f_t ≈ 1 the cell state is copied forward by ad
 # - Measured, not assumed: at initialisation a plain RNN's gradient 40 words back is about 10⁻¹²
 #   of the last word's, and a plain RNN trained on the review task stays at or near chance
 #   everywhere.
-# - The honest summary: the vanishing gradient is a real, measurable problem of plain RNNs, and
-#   LSTMs — with their additive cell path — largely fixed it for accuracy (near 100% here). What
-#   attention adds is a **constant path length** and **full parallelism**, which is what made
-#   much larger models trainable.
+# - The honest summary: vanishing gradients are a real, measurable problem of plain RNNs. On this
+#   task the LSTM's additive cell path was enough (near 100%) — but the task asks little of
+#   memory: the label depends on one adjective and on whether a negation came before it, about
+#   two bits to carry to the end.
+# - The deeper limit is the **fixed-size state**: whatever a later step may need must fit into
+#   `h_t`. A task that needs many facts from far back — translating a long sentence word by word
+#   — strains it, and that is where attention came from: Bahdanau et al. (2015) let a translation
+#   model look back at *every* encoder state, weighted by relevance, instead of one final vector.
+#   Attention gives every pair of words a one-step path, and computes all positions at once
+#   instead of one after another.
 #
 # **Next:** lesson 02 builds attention itself, as a lookup you can differentiate.
+#
+# **References.**
+# Bahdanau, D., Cho, K., & Bengio, Y. (2015). Neural machine translation by jointly learning to
+# align and translate. ICLR. ·
+# Bengio, Y., Simard, P., & Frasconi, P. (1994). Learning long-term dependencies with gradient
+# descent is difficult. IEEE Transactions on Neural Networks. ·
+# Hochreiter, S., & Schmidhuber, J. (1997). Long short-term memory. Neural Computation. ·
+# Pascanu, R., Mikolov, T., & Bengio, Y. (2013). On the difficulty of training recurrent neural
+# networks. ICML.

@@ -259,12 +259,13 @@ expect_close(_out_perm, np.asarray(_out)[_perm],
 #
 # A 1-D convolution also mixes neighbouring tokens, but with **fixed** weights: the same band
 # for every input. Attention computes its mixing weights from the input itself. Two "sentences"
-# of five random embeddings, passed through the same projections:
+# of five random embeddings, passed through the same projections (drawn with variance
+# `1/d_model`, as initialisations do, so that the scores spread about as much as lesson 03 wants):
 
 # %%
 rng = np.random.default_rng(0)
 d_model, n = 4, 5
-w_q, w_k, w_v = (rng.normal(size=(d_model, 3)) for _ in range(3))
+w_q, w_k, w_v = (rng.normal(size=(d_model, 3)) / np.sqrt(d_model) for _ in range(3))
 conv = 0.5 * np.eye(n) + 0.25 * np.eye(n, k=1) + 0.25 * np.eye(n, k=-1)  # kernel [¼, ½, ¼]
 positions = [str(i) for i in range(n)]
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
@@ -273,6 +274,24 @@ for ax, name in zip(axes[1:], ["sentence A", "sentence B"]):
     _, w = self_attention(rng.normal(size=(n, d_model)), w_q, w_k, w_v)
     plot_weights(w, positions, positions, ax=ax, title=f"attention on {name}")
 plt.show()
+
+# %% [markdown]
+# ### Why three projections, not one?
+#
+# The worked example used `K = Q`: one set of vectors both asks and answers. Then the score of
+# `i` with `j` always equals the score of `j` with `i` — if an adjective attends strongly to its
+# noun, the noun attends just as strongly to the adjective — and a token's score with itself,
+# `‖q_i‖²`, can never be negative. Separate projections let *what a token looks for* (`W_Q`)
+# differ from *what it offers to be found by* (`W_K`): a verb can look for its subject without
+# the subject looking for the verb. `W_V` then separates both from *what it passes on* once
+# found. On 200 random tokens:
+
+# %%
+x_many = np.random.default_rng(1).normal(size=(200, d_model))
+q_many, k_many = x_many @ w_q, x_many @ w_k
+for label, scores in (("K = Q (one projection)", q_many @ q_many.T), ("separate W_Q and W_K", q_many @ k_many.T)):
+    print(f"{label:<24} scores symmetric: {np.allclose(scores, scores.T)!s:<5}  "
+          f"tokens scoring themselves below 0: {np.mean(np.diag(scores) < 0):.0%}")
 
 # %% [markdown]
 # ## Shuffle the tokens, shuffle the output

@@ -294,18 +294,23 @@ for label, z in (("q·k      ", raw), ("q·k / √64", raw / np.sqrt(64))):
 # middle half of the queries). A query counts as *stalled* when its Jacobian norm is below 0.01.
 
 # %%
+from helpers.scaling import sweep_reading  # the sentences below the table, computed from it
+
 sweep = scaling_sweep(D_KS, entropy=entropy, softmax_jacobian=softmax_jacobian)
 plot_scaling_sweep(sweep)
 plt.show()
 print(sweep_table(sweep))
+print()
+print(sweep_reading(sweep))
 
 # %% [markdown]
 # Read the figure from left to right. Without the scale (red), the largest weight climbs
-# towards 1, the entropy falls towards 0 and the Jacobian collapses, and a growing share of the
-# queries stalls as `d_k` grows; at small widths the difference is modest, but at the widths real
-# models use it is not. With the scale (blue) all three curves are flat: the softmax behaves the
-# same whatever `d_k` is. That is the real job of `√d_k` — not to make the scores small, but to
-# make their spread independent of the width.
+# towards 1 and the entropy falls towards 0 as `d_k` grows. The Jacobian does not simply shrink:
+# the sentences printed under the table say where the unscaled softmax is the *more* sensitive
+# one, where it falls behind and where it stalls. With the scale (blue) all three curves are
+# flat: the softmax behaves the same whatever `d_k` is. That is the real job of `√d_k` — not to
+# make the scores small, but to make their spread independent of the width, so that the softmax
+# sits in the same sensitive range at every width.
 
 # %% [markdown]
 # ## Try it: slide `d_k`, switch the scale

@@ -117,7 +117,13 @@ print(f"[CLS] outputs:       largest difference {np.abs(cls_a - cls_b).max():.1e
 # The differences are rounding errors (`1e-16` is the size of float64's last digit): whatever a
 # classifier on top learns, it gives both sentences the same answer. Stacking more layers does not
 # help: attention is equivariant and the parts around it (feed-forward, normalisation) act on each
-# token alone, so the whole stack is equivariant. The order has to be put into the input.
+# token alone, so the whole stack is equivariant.
+#
+# One thing does break the symmetry: lesson 04's causal mask. With it, the first token sees one
+# token and the last sees all of them, so a token can tell roughly how far along it is — decoder
+# language models trained without any positional encoding still pick up position this way (Haviv
+# et al., 2022). An encoder that reads the whole sentence at once, like the classifier here, has
+# no mask to lean on: for it, the order has to be put into the input.
 
 # %% [markdown]
 # ## Give every token its position
@@ -566,6 +572,8 @@ grade_choice(quiz_3, "d", "the score depends only on the offset, key position mi
 # bidirectional Transformers for language understanding. NAACL. ·
 # Dosovitskiy, A., et al. (2021). An image is worth 16x16 words: Transformers for image recognition
 # at scale. ICLR. ·
+# Haviv, A., Ram, O., Press, O., Izsak, P., & Levy, O. (2022). Transformer language models without
+# positional encodings still learn positional information. Findings of EMNLP. ·
 # Liu, Z., et al. (2021). Swin Transformer: Hierarchical vision Transformer using shifted windows.
 # ICCV. ·
 # Press, O., Smith, N. A., & Lewis, M. (2022). Train short, test long: Attention with linear biases
