@@ -179,10 +179,25 @@ def sentence_view(text: str | Sequence[str], models: dict[str, nn.Module]) -> Se
                         float(torch.sigmoid(logits[0])), label)
 
 
+EVERY_HEAD = "every head"  # the views' default: one row per layer and head, nothing averaged away
+
+
 def _weights(view: SentenceView, layer: int, head: int | None) -> np.ndarray:
     """[CLS]'s weights on the words in ``layer``: one head, or the mean of the heads (T,)."""
     a = view.attention[layer]
     return a.mean(0) if head is None else a[head]
+
+
+def _rows(view: SentenceView, head: int | str | None) -> list[tuple[str, np.ndarray]]:
+    """(label, weights (T,)) per row shown: every head of every layer, one head, or the heads' mean."""
+    L, H = view.attention.shape[:2]
+    if head == EVERY_HEAD:
+        return [(f"layer {layer + 1} · head {h}", view.attention[layer, h]) for layer, h in np.ndindex(L, H)]
+    return [(f"layer {layer + 1}", _weights(view, layer, head)) for layer in range(L)]
+
+
+def _which(head: int | str | None) -> str:
+    return {None: "mean of the heads", EVERY_HEAD: EVERY_HEAD}.get(head, f"head {head}")
 
 
 def _shade(value: float, rgb: tuple[int, int, int]) -> str:
@@ -190,17 +205,17 @@ def _shade(value: float, rgb: tuple[int, int, int]) -> str:
     return f"rgba({rgb[0]}, {rgb[1]}, {rgb[2]}, {min(max(value, 0.0), 1.0):.2f})"
 
 
-def sentence_html(view: SentenceView, head: int | None = None) -> str:
-    """An HTML table: words shaded by [CLS] attention in each layer, and P(positive) after each word."""
+def sentence_html(view: SentenceView, head: int | str | None = EVERY_HEAD) -> str:
+    """An HTML table: words shaded by [CLS] attention (every head, one head, or their mean per layer),
+    and P(positive) after each word."""
     label = {None: "no sentiment adjective", 1: "positive", 0: "negative"}[view.label]
-    which = "mean of the heads" if head is None else f"head {head}"
+    which = _which(head)
     rows = []
-    for layer in range(view.attention.shape[0]):
-        w = _weights(view, layer, head)
+    for name, w in _rows(view, head):
         cells = "".join(f'<td style="background:{_shade(x / max(w.max(), 1e-9), (76, 114, 176))};'
                         f'padding:2px 4px" title="{x:.3f}">{html.escape(word)}<br>'
                         f'<small>{100 * x:.0f}%</small></td>' for word, x in zip(view.words, w))
-        rows.append(f"<tr><th style='text-align:left'>layer {layer + 1}</th>{cells}</tr>")
+        rows.append(f"<tr><th style='text-align:left;white-space:nowrap'>{name}</th>{cells}</tr>")
     for name, p in view.after_word.items():
         colours = [(85, 168, 104) if x > 0.5 else (196, 78, 82) for x in p]  # green positive, red negative
         cells = "".join(f'<td style="background:{_shade(abs(x - 0.5) * 2, c)};padding:2px 4px">{x:.2f}</td>'
@@ -213,21 +228,33 @@ def sentence_html(view: SentenceView, head: int | None = None) -> str:
             f"{''.join(rows)}</table></div>")
 
 
-def plot_sentence_view(view: SentenceView, head: int | None = None, axes=None):
-    """Two panels: [CLS] attention on each word per layer; P(positive) after each word per model."""
+def plot_sentence_view(view: SentenceView, head: int | str | None = EVERY_HEAD, axes=None):
+    """Two panels: [CLS] attention on each word (every head as a heatmap, or bars per layer for one
+    head or the heads' mean); P(positive) after each word per model."""
+    rows = _rows(view, head)
     if axes is None:
-        axes = plt.subplots(2, 1, figsize=(max(6.0, 0.45 * len(view.words) + 2), 5.2), sharex=True,
-                            layout="constrained")[1]
+        tall = 0.28 * len(rows) if head == EVERY_HEAD else 2.6
+        axes = plt.subplots(2, 1, figsize=(max(6.0, 0.45 * len(view.words) + 2), tall + 2.6), sharex=True,
+                            layout="constrained", height_ratios=(tall, 2.6))[1]
     x = np.arange(len(view.words))
-    n_layers = view.attention.shape[0]
-    for layer in range(n_layers):
-        width = 0.8 / n_layers
-        axes[0].bar(x + (layer - (n_layers - 1) / 2) * width, _weights(view, layer, head), width,
-                    label=f"layer {layer + 1}")
-    axes[0].set_ylim(0, 1)
-    axes[0].set_ylabel("[CLS] attention")
-    axes[0].set_title("where [CLS] looks (" + ("mean of the heads" if head is None else f"head {head}") + ")")
-    axes[0].legend(fontsize=8)
+    if head == EVERY_HEAD:
+        grid = np.stack([w for _, w in rows])  # (L·H, T)
+        axes[0].imshow(grid, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        for i, j in np.ndindex(grid.shape):
+            if grid[i, j] >= 0.05:
+                axes[0].text(j, i, f"{100 * grid[i, j]:.0f}", ha="center", va="center", fontsize=7,
+                             color="white" if grid[i, j] > 0.6 else "black")
+        short = [name.replace("ayer ", "").replace("ead ", "") for name, _ in rows]  # "l1 · h0"
+        axes[0].set_yticks(range(len(rows)), short, fontsize=8)
+        axes[0].set_ylabel("layer · head")
+    else:
+        for layer, (name, w) in enumerate(rows):
+            width = 0.8 / len(rows)
+            axes[0].bar(x + (layer - (len(rows) - 1) / 2) * width, w, width, label=name)
+        axes[0].set_ylim(0, 1)
+        axes[0].set_ylabel("[CLS] attention")
+        axes[0].legend(fontsize=8)
+    axes[0].set_title(f"where [CLS] looks ({_which(head)}; numbers in %)")
     for name, p in view.after_word.items():
         axes[1].plot(x, p, marker="o", ms=3, label=name)
     axes[1].axhline(0.5, color="0.6", lw=0.8, ls=":")
@@ -244,9 +271,9 @@ def attention_explorer(models: dict[str, nn.Module], examples: Sequence[str] = E
                       layout=W.Layout(width="95%"))
     text = W.Text(value=examples[0], description="review", continuous_update=False,
                   layout=W.Layout(width="95%"))
-    head = W.Dropdown(options=[("mean of the heads", None)]
-                      + [(f"head {h}", h) for h in range(models["attention"].config.n_heads)],
-                      value=None, description="heads")
+    head = W.Dropdown(options=[(EVERY_HEAD, EVERY_HEAD)]
+                      + [(f"head {h}", h) for h in range(models["attention"].config.n_heads)]
+                      + [("mean of the heads", None)], value=EVERY_HEAD, description="heads")
     out = W.HTML()
 
     def update(_=None) -> None:
@@ -259,6 +286,6 @@ def attention_explorer(models: dict[str, nn.Module], examples: Sequence[str] = E
     for control in (text, head):
         control.observe(update, names="value")
     update()
-    fig = plt.figure(figsize=(max(6.0, 0.45 * len(examples[0].split()) + 2), 5.2), layout="constrained")
-    plot_sentence_view(sentence_view(examples[0], models), axes=fig.subplots(2, 1, sharex=True))
+    axes = plot_sentence_view(sentence_view(examples[0], models))
+    fig = axes[0].figure
     return WithFallback(W.VBox([pick, text, head, out]), figure_png(fig))

@@ -8,6 +8,7 @@ beside it: there ``ATTENTION_DATA`` names the folder holding ``sentiment/`` and 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -30,3 +31,11 @@ def require(folder: Path, command: str) -> Path:
             "for an installed copy of the helpers set ATTENTION_DATA to the folder that holds "
             f"sentiment/ and vision/; `{command}` makes them again.")
     return folder
+
+
+def read_results(folder: Path, command: str) -> dict:
+    """``folder/results.json``, or an error naming the ``command`` that writes it."""
+    path = require(folder, command) / "results.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `{command}` to make it")
+    return json.loads(path.read_text())

@@ -18,16 +18,17 @@
 # - write the position-wise feed-forward network (exercise 2);
 # - assemble an encoder layer, pre-norm and post-norm, equal to `nn.TransformerEncoderLayer`
 #   (exercise 3);
-# - measure gradient norms at initialisation in a 24-layer stack, post-norm against pre-norm;
-# - see how a decoder layer adds masked self-attention and cross-attention;
-# - measure where the trained attention model's [CLS] token looks, word by word, and watch the
-#   LSTM and the plain RNN change their minds as they read.
+# - compare post-norm and pre-norm stacks of 12 layers trained with and without a learning-rate
+#   warm-up (three seeds each);
+# - see how a decoder layer adds masked self-attention and cross-attention, and watch a tiny
+#   encoder–decoder reverse digit strings one token at a time with a key/value cache;
+# - measure where the [CLS] token of three trained attention models looks, head by head, and
+#   watch the LSTM and the plain RNN change their minds as they read.
 #
 # **Time:** about 60 minutes. Each exercise is followed by a check cell: run it, and if it
 # fails, its message names the most likely mistake.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
-import inspect
 import warnings
 
 import matplotlib.pyplot as plt
@@ -37,9 +38,10 @@ from IPython.display import display
 from torch import nn
 
 from helpers import block as reference
-from helpers import inspect_models, sentiment
+from helpers import cls_reading, decoding, inspect_models, norm_warmup, sentiment, training
 from helpers.attention import scaled_dot_product_attention
-from helpers.block import encoder_params, gradient_study, plot_gradient_study, transformer_parameters
+from helpers.block import encoder_params, transformer_parameters
+from helpers.block_diagram import plot_block_diagrams
 from helpers.checks.block import check_encoder_block, check_feed_forward, check_layer_norm, run_layer
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.quiz import check_choice, grade_choice
@@ -62,7 +64,17 @@ np.set_printoptions(precision=3, suppress=True)
 #
 # The original Transformer (Vaswani et al., 2017) writes each sub-layer as
 # `LayerNorm(x + Sublayer(x))` — **post-norm**. GPT-2 and ViT use `x + Sublayer(LayerNorm(x))`
-# — **pre-norm**. Both appear below, and you will measure why the difference matters.
+# — **pre-norm**. Here is one layer drawn both ways, from the input `x` at the bottom to the
+# output at the top. Follow the line on the left, the **residual path**: in post-norm it passes
+# through a LayerNorm after every addition; in pre-norm it runs from `x` to the output touching
+# nothing but additions, and the LayerNorms sit on the side branches.
+
+# %%
+plot_block_diagrams()
+plt.show()
+
+# %% [markdown]
+# Both are built below, and you will measure where the difference matters.
 
 # %% [markdown]
 # ## LayerNorm: per token, over the features
@@ -273,38 +285,64 @@ expect_close(_got, run_layer(_layer, _x, _causal),
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Post-norm or pre-norm? Measure the gradients
+# ## Post-norm or pre-norm? Train both
 #
-# In post-norm every LayerNorm sits **on** the residual path, so the gradient reaching a layer
-# passes through all the LayerNorms above it. In pre-norm the path `x → x + … → x + …` is a
-# clean identity, as in a ResNet; the LayerNorms sit on the side branches. Xiong et al. (2020)
-# showed that at initialisation, post-norm's gradients near the output are large and do **not**
-# shrink as the stack gets deeper, while pre-norm's shrink roughly like `1/√L`. With the full
-# learning rate from step one, post-norm's large early steps make training unstable — which is
-# why the original Transformer needed a learning-rate **warm-up** — while pre-norm can start at
-# full speed and trains without one.
+# In post-norm every LayerNorm sits **on** the residual path, so the gradient reaching a low
+# layer passes through all the LayerNorms above it. In pre-norm the path `x → x + … → x + …` is a
+# clean identity, as in a ResNet. Xiong et al. (2020) showed that at initialisation post-norm's
+# gradients are largest for the layers near the output, and argued that this is why post-norm
+# Transformers need a learning-rate **warm-up** — small steps at first — while pre-norm ones can
+# start at full rate.
 #
-# Measured here: stacks of `nn.TransformerEncoderLayer` (width 64, 4 heads, FFN 256, dropout 0,
-# PyTorch's default initialisation; a final LayerNorm after a pre-norm stack, as in GPT-2), random
-# inputs, loss = mean squared distance to a random target. Left: the gradient norm of each layer's
-# weights in a 24-layer stack. Right: the top layer's gradient norm as the stack grows.
+# Here that claim is put to a test small enough to ship. The job: read 10 random tokens (16
+# symbols) and write them out reversed, one answer per position — every answer must be fetched
+# from another position, so attention has to work. The model: a stack of **12** encoder layers
+# (`nn.TransformerEncoderLayer`, width 32, 4 heads, dropout 0), post-norm or pre-norm. Each is
+# trained for 200 steps with Adam at learning rate 5·10⁻³, either at full rate from the first step
+# or with a warm-up that raises the rate linearly over the first 50 steps; every combination with
+# **3 seeds**. Training all twelve runs takes a few minutes, so the results ship in
+# `data/norm_warmup/` (the command that makes them again: `python -m helpers.norm_warmup`).
+#
+# Left: the training loss, the line the median of the seeds and the band their range. Right: the
+# gradient norm of each layer's weights at step 0, before any update (no warm-up has acted yet).
 
 # %%
-study = gradient_study(n_layers=24, depths=(3, 6, 12, 24))
-plot_gradient_study(study)
+runs = norm_warmup.load_results()
+norm_warmup.plot_norm_warmup(runs)
 plt.show()
-for name in study.top_layer:
-    top = study.top_layer[name]
-    print(f"{name:>9}: top layer {top[0]:.3f} at L = {study.depths[0]} -> {top[-1]:.3f} at L = "
-          f"{study.depths[-1]} (× {top[-1] / top[0]:.2f}); layer 1 -> layer 24 of the deep stack: "
-          f"{study.per_layer[name][0]:.3f} -> {study.per_layer[name][-1]:.3f}")
+guessing = np.log(runs["config"]["vocab"])
+print(f"guessing gives a loss of ln {runs['config']['vocab']} = {guessing:.2f}\n")
+for name, ranges in norm_warmup.summary(runs).items():
+    reached = [norm_warmup.steps_to(r) for r in norm_warmup.runs_of(runs, name)]
+    when = ("never below 0.5 in 200 steps" if all(t is None for t in reached) else
+            "below 0.5 after " + ", ".join("never" if t is None else f"{t}" for t in reached) + " steps")
+    (l_lo, l_hi), right = ranges["final loss"], cls_reading.percent_range(ranges["accuracy"])
+    print(f"{name:>22}: final loss {l_lo:.3f}–{l_hi:.3f}, tokens right {right} ({when}, seeds "
+          + "/".join(str(r["seed"]) for r in norm_warmup.runs_of(runs, name)) + ")")
+print()
+step0 = {name.split(",")[0]: np.array([r["step0_gradients"] for r in norm_warmup.runs_of(runs, name)])
+         for name in ("post-norm, no warm-up", "pre-norm, no warm-up")}  # (seeds, layers) each
+for name, grads in step0.items():
+    print(f"{name:>9} at step 0: layer 1 {grads[:, 0].min():.3f}–{grads[:, 0].max():.3f}, "
+          f"layer {grads.shape[1]} {grads[:, -1].min():.3f}–{grads[:, -1].max():.3f}")
+ratio = step0["post-norm"] / step0["pre-norm"]  # (seeds, layers), the same seed's two stacks
+print(f"post-norm / pre-norm, layer by layer: {ratio.min():.1f}–{ratio.max():.1f}×; at layer 1 "
+      f"{ratio[:, 0].min():.1f}–{ratio[:, 0].max():.1f}×, at layer {ratio.shape[1]} "
+      f"{ratio[:, -1].min():.1f}–{ratio[:, -1].max():.1f}×")
 
 # %% [markdown]
-# Read the printed numbers, not only the shapes. In this small stack with PyTorch's default
-# initialisation the contrast is milder than in Xiong et al.'s translation models, but it points
-# their way: the pre-norm top layer's gradient shrinks as layers are added, and within the deep
-# pre-norm stack the layers near the output get the smallest gradients; the post-norm top layer's
-# gradient does not shrink with depth, and the layers near its output get the largest.
+# What was measured, and what it shows. At this depth and learning rate, post-norm started at
+# full rate never left the guessing loss in any of the three seeds; the same post-norm stack with
+# a 50-step warm-up learned the task, and pre-norm learned it with or without a warm-up. Before
+# the first update the difference was modest (the right panel and the last lines): post-norm's
+# gradients were larger than pre-norm's in every layer, by more near the output than near the
+# input, while pre-norm's were of similar size throughout. Smaller gradients are not a virtue in
+# themselves, and the step-0 picture alone would not have predicted that one variant fails: the
+# failure shows only in training, when full-size steps hit the post-norm stack before it has
+# settled — which is the job a warm-up does. Keep the scale in mind: one task, one learning rate, 12 layers and
+# 200 steps, and a learning rate chosen high on purpose. It shows that post-norm tolerates a
+# smaller learning rate at the start than pre-norm, not that post-norm never trains without a
+# warm-up; where exactly each one breaks down was not searched for.
 #
 # **Think (2 points, graded by hand).** A colleague replaces LayerNorm with a normalisation over
 # the batch (BatchNorm-style statistics) in a model that reads padded reviews of different lengths
@@ -337,16 +375,10 @@ for name in study.top_layer:
 #    which source words matter for the word being written now?
 # 3. the FFN,
 #
-# each wrapped in a residual and a LayerNorm. The course's reference is built from the same
-# pieces (`multi_head` is lesson 06's attention with biases, on top of
-# `helpers.attention.scaled_dot_product_attention`):
-
-# %%
-print(inspect.getsource(reference.decoder_block))
-
-# %% [markdown]
-# Copy the weights of a PyTorch decoder layer into it and compare, with a causal mask on the
-# target (5 words) and an encoder output of 7 source tokens:
+# each wrapped in a residual and a LayerNorm. The course's reference
+# `helpers.block.decoder_block(y, memory, params, n_heads, norm_first, mask)` is built from the
+# pieces of this lesson and lesson 06. Copy the weights of a PyTorch decoder layer into it and
+# compare, with a causal mask on the target (5 words) and an encoder output of 7 source tokens:
 
 # %%
 torch.manual_seed(0)
@@ -371,8 +403,50 @@ for part, n in count.items():
 
 # %% [markdown]
 # Close to the paper's 65 M; the rest depends on the exact vocabulary and details the paper does
-# not list. Because of the causal mask, every position of a target sentence is trained in
-# parallel — something an RNN decoder cannot do.
+# not list.
+
+# %% [markdown]
+# ### A decoder at work
+#
+# A model 65 M parameters large is out of reach here; one that reverses digit strings is not.
+# `helpers.decoding` trains a tiny encoder–decoder — one pre-norm encoder layer, one pre-norm
+# decoder layer, width 32, 4 heads — to turn a source of 8 digits into the same digits reversed.
+# It is trained with **teacher forcing**: the decoder reads the right answer shifted by one
+# (a start symbol first) under a causal mask, so all 8 positions learn in one parallel pass —
+# something an RNN decoder cannot do. Three seeds ship in `data/reverse/` (the command:
+# `python -m helpers.decoding`, a minute or two).
+#
+# Generating is different: the answer is not known, so the decoder writes one digit at a time and
+# reads its own output back. `decoding.greedy_decode` runs the shipped weights through the
+# course's references: the encoder once, then each step feeds the newest digit, appends its key
+# and value to each layer's **cache** (lesson 04), computes one query row against the cache and
+# one cross-attention row against the encoder's output, and keeps the most likely digit.
+# `greedy_decode_uncached` recomputes the whole target at every step instead; both must agree.
+
+# %%
+reverse_runs = decoding.load_results()
+source, target = decoding.test_pairs()
+reverser = decoding.load_reverser(seed=0)
+with training.threads(1):
+    fast, slow = decoding.greedy_decode(reverser, source), decoding.greedy_decode_uncached(reverser, source)
+print("cached and uncached decoding give the same digits:", torch.equal(fast.tokens, slow.tokens))
+print(f"query rows computed by the decoder's self-attention per review: {fast.query_rows} with the cache, "
+      f"{slow.query_rows} without")
+for i in range(3):
+    print(f"source {source[i].tolist()} -> decoded {fast.tokens[i].tolist()}")
+ranges = {key: cls_reading.percent_range([r["greedy"][key] for r in reverse_runs["runs"]])
+          for key in ("tokens", "sequences")}
+print(f"\nover {len(source):,} test strings and seeds {[r['seed'] for r in reverse_runs['runs']]}: "
+      f"{ranges['tokens']} of the digits and {ranges['sequences']} of the whole strings right "
+      f"(seed 0 recomputed here: {decoding.accuracy(fast.tokens, target)['sequences']:.1%})")
+
+# %% [markdown]
+# Where does each step read? The cross-attention weights of the first test string, averaged over
+# the 4 heads: step 1 should need the last source digit, step 2 the one before, and so on.
+
+# %%
+decoding.plot_cross_attention(fast, source, index=0)
+plt.show()
 
 # %% [markdown]
 # ## What the trained models look at
@@ -394,11 +468,12 @@ with torch.no_grad():
 print("attention maps:", [tuple(m.shape) for m in maps], "(B, H, T, T) per layer")
 
 # %% [markdown]
-# Below: one review from the test sets, with [CLS]'s attention on each word (averaged over the 4
-# heads) in both layers, and the probability of "positive" that the LSTM and the plain RNN give
-# after each word (each model run on every prefix of the review). In the widget, pick an example
-# or type your own review from the task's 89 words, and look at single heads. (Where widgets do
-# not run, the widget shows the same picture.)
+# Below: one review from the test sets, with [CLS]'s attention on each word in every head of both
+# layers (numbers in %; what [CLS] keeps for itself is left out), and the probability of
+# "positive" that the LSTM and the plain RNN give after each word (each model run on every prefix
+# of the review). In the widget, pick an example or type your own review from the task's 89
+# words; it opens on every head, and can show one head or the mean of the heads. (Where widgets
+# do not run, the widget shows the first example's picture.)
 
 # %%
 view = inspect_models.sentence_view(inspect_models.EXAMPLES[2], models)
@@ -418,43 +493,80 @@ except ValueError as err:
     print(err)
 
 # %% [markdown]
-# ### Measured over a test set
+# ### Measured over a test set, for all three seeds
 #
-# Over the 1,000 reviews of the `fillers_4` test set: the mean share of [CLS]'s attention on
-# the **deciding word** — the negation when the adjective is negated, else the adjective — and on
-# the **distractor's adjective**, in each layer and head. We report both the mean over the heads
-# and the single head that puts the most on the deciding word (chosen on these same reviews).
+# One review shows little. Over the 1,000 reviews of the `fillers_4` test set, and for the model of
+# each of the three training seeds, we measure [CLS]'s row of weights in every layer and head in
+# two ways that answer different questions:
+#
+# - **sharpness** — the largest single weight in the row: 100% means everything on one token,
+#   *whichever* token that is;
+# - **share on the deciding word** — the weight on the word that decides the label: the negation
+#   when the adjective is negated, else the adjective.
+#
+# The bars split each head's weight by the role of the word it lands on ([CLS] itself, the first
+# word, the negation, the deciding adjective, the distractor's adjective, any other word); the
+# black tick is the sharpness.
 
 # %%
-shares = inspect_models.cls_shares(models["attention"], test)
-best = shares.best_head(layer=0)
-for layer in range(2):
-    print(f"layer {layer + 1}: on the deciding word, per head {shares.target[layer]} "
-          f"(mean {shares.target[layer].mean():.1%}); on the distractor's adjective, per head "
-          f"{shares.distractor[layer]} (mean {shares.distractor[layer].mean():.1%})")
-print(f"\nlayer 1's best head ({best}): {shares.target[0, best]:.1%} on the deciding word, "
-      f"{shares.distractor[0, best]:.1%} on the distractor's adjective "
-      f"({shares.n_reviews} reviews, {shares.n_distractors} with a distractor)")
-verdict = "within" if shares.target[0, best] >= 0.9 else "below"
-print(f"the lesson plan expected 90–100% on one word in layer 1: the best head is {verdict} that range")
+readings = cls_reading.readings("fillers_4")
+cls_reading.plot_readings(readings)
+plt.show()
+for reading in readings:
+    print("\n".join(cls_reading.reading_rows(reading)), end="\n\n")
 
 # %% [markdown]
-# What to take from the numbers above:
+# A head that puts nearly everything on the same position whatever the review says is called a
+# **sink**; the one found here rests on the first word, which never decides anything. Lesson 06
+# removed each head in turn; below, the same removal for every sink, and for each layer the head
+# that reads the deciding word most.
+
+# %%
+test_data = training.test_data(add_cls=True)  # lesson 06's four test sets
+for reading in readings:
+    model = training.load_model("attention", reading.seed)
+    for layer, head in reading.sinks():
+        share = max(reading.share("first word")[layer, head], reading.share("[CLS]")[layer, head])
+        cost = cls_reading.removal_cost(model, layer, head, test_data)
+        print(f"seed {reading.seed}: layer {layer + 1} head {head} is a sink ({share:.0%} on one position); "
+              f"removing it costs {max(cost.values()):.1f} points at most on lesson 06's test sets")
+    if not reading.sinks():
+        print(f"seed {reading.seed}: no sink head (none puts ≥ {cls_reading.SINK_SHARE:.0%} on the first word or [CLS])")
+print()
+for layer in range(2):
+    best = [cls_reading.best_heads(r)[layer] for r in readings]
+    sharp = [r.sharpness[layer] for r in readings]
+    print(f"layer {layer + 1}: sharpness of the heads {cls_reading.percent_range(np.concatenate(sharp))} "
+          f"over seeds and heads; the best head on the deciding word puts "
+          + ", ".join(f"{share:.0%} (seed {r.seed}, head {h})" for r, (h, share, _) in zip(readings, best))
+          + " there")
+negated = [r.share("negation")[0] + r.share("adjective")[0] for r in readings]  # (H,) per seed
+print("layer 1, the most on negation + adjective together: "
+      + ", ".join(f"{n.max():.0%} (seed {r.seed}, head {int(n.argmax())})" for r, n in zip(readings, negated)))
+
+# %% [markdown]
+# What the numbers say (a test checks each of these sentences against the shipped models):
 #
-# - **Layer 1** has a head that concentrates on the word that decides the label, while the
-#   distractor's adjective — the same kind of word, a clause later — gets a small share. The
-#   average over heads is much lower: the other heads look elsewhere. Whether one head reaches
-#   "90–100% on one word" depends on the trained weights; the printed verdict says it for the
-#   shipped ones, and a negated adjective often splits the weight between `not`/`never` and the
-#   adjective itself.
-# - **Layer 2** may be diffuse or sharp on other words: by then every position has already
-#   mixed in information from the others in layer 1, so [CLS] need not look at the deciding word
-#   to carry the answer.
+# - **Sharp is not the same as right.** In seed 0 every layer-1 head is sharp, yet none puts half
+#   its weight on the deciding word. One of them, head 1, is the sink: it puts all its weight on
+#   the first word — and removing it, as lesson 06 did, costs almost nothing (the printed line
+#   above). The other seeds have no sink head.
+# - **The seeds disagree.** In seed 0 the deciding word is read, partly, in layer 1; in seed 2
+#   layer 1's head 1 spreads most of its weight over the negation *and* the adjective together; in
+#   seed 1 layer 1 is mostly diffuse — in three heads the largest weight averages under a third —
+#   and its one sharp head puts about half its weight on the adjective and none on the negation
+#   that may flip it. Seed 1's reading happens in
+#   layer 2, where three heads put nearly all their weight on the deciding word.
+# - **No layer-1 head of any seed puts 90% on the deciding word.** Where a head does (seed 1,
+#   layer 2), the position it reads has already mixed in its neighbours in layer 1, so "it looks
+#   at `not`" is a statement about a position, not about a word.
+# - The mean over heads hides all of this: it averages a sink with a reader. That is why the
+#   explorer opens on every head.
 # - An attention map shows where one layer **reads from**, not how the answer is computed: the
 #   values, the FFNs, the residual stream and the other layers all take part. Attention weights
 #   can be changed a lot without changing a prediction (Jain & Wallace, 2019), and whether they
-#   "explain" depends on what you ask of an explanation (Wiegreffe & Pinter, 2019). Treat maps as
-#   a hint to be tested — for example by removing the word and measuring.
+#   "explain" depends on what you ask of an explanation (Wiegreffe & Pinter, 2019). Test a map's
+#   hint by intervening — removing the head, as lesson 06 did, or the word.
 # - The LSTM's probability jumps when the deciding words arrive and then stays put across the
 #   fillers; the plain RNN's hovers near 0.5, as its accuracy in lesson 01 said.
 
@@ -542,13 +654,16 @@ grade_choice(quiz_3, "b", "the word being written asks (query) which source word
 # - LayerNorm normalises each token over its features with the biased variance, then scales by
 #   `γ` and shifts by `β`; it never looks at the batch.
 # - Post-norm `LN(x + f(x))` (original, BERT) vs pre-norm `x + f(LN(x))` (GPT-2, ViT): pre-norm
-#   keeps an identity path, its gradients at initialisation shrink with depth, and it trains
-#   without warm-up (Xiong et al., 2020).
+#   keeps an identity residual path. Measured here on 12-layer stacks, three seeds: at a high
+#   learning rate post-norm learned only with a warm-up, pre-norm with or without; at step 0
+#   post-norm's gradients were somewhat larger, most near the output (Xiong et al., 2020).
 # - A decoder layer adds masked self-attention and cross-attention (queries from the decoder,
-#   keys and values from the encoder); the base model had 6 + 6 layers and 65 M parameters.
-# - A trained attention model's [CLS] can focus on the deciding word in one head while other
-#   heads and layers look elsewhere; attention maps show where a layer reads, not the whole
-#   computation.
+#   keys and values from the encoder); it is trained in parallel with teacher forcing and
+#   generates one token at a time, reusing a key/value cache. The base model had 6 + 6 layers and
+#   65 M parameters.
+# - In the trained sentiment models, how sharp a head is and whether it reads the deciding word
+#   are separate questions: heads can be sharp on a sink, the seeds read the label in different
+#   layers, and attention maps show where a layer reads, not the whole computation.
 #
 # **Next:** lesson 08 counts what attention costs, and how to pay less.
 #
