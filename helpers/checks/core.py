@@ -5,6 +5,11 @@ differ it computes what each *known mistake* would have produced and, if the lea
 result matches one, fails with that mistake's message; otherwise it reports where and by
 how much the result is off. Failures raise ``CheckFailed`` (an ``AssertionError``), so
 nbgrader scores the cell 0 and shows the message.
+
+Hints come in two steps. The message names the mistake and says why it is wrong; how to fix
+it (the line to write, the recipe) is kept back until the learner calls ``hint()``, which
+prints the fix of the last check that failed. In IPython and Jupyter a failure shows the
+learner's cells and functions only, never the checks' own code.
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ import functools
 import importlib
 import inspect
 import os
+import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
 
 import numpy as np
 import torch
@@ -26,8 +34,127 @@ RTOL = 1e-4
 ATOL = 1e-6
 
 
+HINT_LINE = "\n  call hint() for the fix"
+# Frames of these files are the checks' own machinery: a learner never needs to read them.
+_HERE = Path(__file__).resolve().parent
+_CHECKER_FILES = (str(_HERE) + os.sep, str(_HERE.parent / "quiz.py"))
+
+
 class CheckFailed(AssertionError):
-    """A check found a wrong result; the message says what is wrong and the likely cause."""
+    """A check found a wrong result: the message names the likely mistake and why it is wrong.
+
+    ``fix`` says how to put it right; it is not part of the message (``hint()`` prints it).
+    ``crash`` is the learner's own exception when their function raised inside the check, and
+    ``note`` says which of the check's calls raised it.
+    """
+
+    def __init__(self, message: str, fix: str = "", crash: BaseException | None = None, note: str = ""):
+        super().__init__(message + (HINT_LINE if fix else ""))
+        self.message, self.fix, self.crash, self.note = message, fix, crash, note
+        self.exercise = ""  # set by the check that raised it (``hinted``)
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython and Jupyter show: the learner's frames and the message, no checker frames.
+
+        When the learner's function raised, its own frames and error come first, then one line
+        that says on which of the check's inputs.
+        """
+        try:
+            return _render(self)
+        except Exception:  # never lose the message over the way it is shown
+            return [f"{type(self).__name__}: {self}"]
+
+
+def _visible(tb: TracebackType | None) -> list[TracebackType]:
+    """The entries of ``tb`` a learner should see: not the checks' own, not IPython's."""
+    import IPython
+
+    ipython = str(Path(IPython.__file__).resolve().parent) + os.sep
+    hidden = (*_CHECKER_FILES, ipython)
+    entries = []
+    while tb is not None:
+        filename = str(Path(tb.tb_frame.f_code.co_filename).resolve())
+        if not filename.startswith(hidden):
+            entries.append(tb)
+        tb = tb.tb_next
+    return entries
+
+
+def _chain(entries: list[TracebackType]) -> TracebackType | None:
+    """A new traceback made of ``entries``, outermost first."""
+    tb = None
+    for entry in reversed(entries):
+        tb = TracebackType(tb, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return tb
+
+
+def _render(err: CheckFailed) -> list[str]:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    entries = _visible(err.__traceback__)
+    if err.crash is not None:
+        shown = err.crash
+        entries += _visible(err.crash.__traceback__)
+    else:
+        shown = err
+        err.__cause__, err.__suppress_context__ = None, True  # the check's own inner errors stay hidden
+    tb = _chain(entries)
+    if shell is not None:
+        lines = shell.InteractiveTB.structured_traceback(type(shown), shown, tb, tb_offset=0)
+    else:
+        lines = traceback.format_exception(type(shown), shown, tb)
+    if err.crash is not None:
+        by = f"check_{err.exercise}" if err.exercise else "the check"
+        lines.append(f"(raised while {by} called {err.note})" + (HINT_LINE if err.fix else ""))
+    return lines
+
+
+# The last failure of each exercise's check, the most recent last: what ``hint()`` explains.
+_FAILURES: dict[str, CheckFailed] = {}
+
+
+def hinted(check: Callable) -> Callable:
+    """Decorate a ``check_<exercise>``: when it fails, ``hint()`` can give the fix; when it passes,
+    there is nothing left to hint for that exercise."""
+    exercise = check.__name__.removeprefix("check_")
+
+    @functools.wraps(check)
+    def checked(*args, **kwargs):
+        try:
+            result = check(*args, **kwargs)
+        except CheckFailed as err:
+            err.exercise = err.exercise or exercise
+            _FAILURES.pop(exercise, None)
+            _FAILURES[exercise] = err
+            raise
+        _FAILURES.pop(exercise, None)
+        return result
+
+    return checked
+
+
+def hint(exercise: str | None = None) -> None:
+    """Print how to fix what the last failing check found — or, given an exercise's name
+    (``hint("masked_attention")``), what its check found last."""
+    if exercise is not None:
+        exercise = exercise.removeprefix("check_").removesuffix("_tests")
+        err = _FAILURES.get(exercise)
+        if err is None:
+            print(f"check_{exercise} has not failed since the kernel started (or it passes now): "
+                  "nothing to hint.")
+            return
+    elif _FAILURES:
+        exercise, err = list(_FAILURES.items())[-1]
+    else:
+        print("No check has failed since the kernel started (or they all pass now): nothing to hint.")
+        return
+    print(f"check_{exercise} said: {err.message}")
+    if err.fix:
+        print(f"\nHow to fix it: {err.fix}")
+    else:
+        print("\nThere is no more to add: compare what the message describes with the exercise's "
+              "instructions.")
 
 
 # What the checks compare with is taken now, when the setup cell imports the checks, before
@@ -70,8 +197,9 @@ def fresh_seeds(n: int = 3) -> list[int]:
     return [int.from_bytes(os.urandom(4), "little") for _ in range(n)]
 
 
-def call(fn: Callable, *args, what: str, hint: str = "", **kwargs):
-    """Call the learner's ``fn``; a crash becomes a ``CheckFailed`` that says on which inputs.
+def call(fn: Callable, *args, what: str, fix: str = "", **kwargs):
+    """Call the learner's ``fn``; a crash becomes a ``CheckFailed`` that says on which inputs
+    and keeps the learner's own error, shown with their own lines in IPython.
 
     ``NotImplementedError`` passes through untouched: the exercise is simply not done yet.
     """
@@ -82,16 +210,17 @@ def call(fn: Callable, *args, what: str, hint: str = "", **kwargs):
         raise
     except Exception as err:  # the learner's code may raise anything; report it, do not crash
         shapes = ", ".join(_describe(a) for a in args)
-        msg = f"{what} raised {type(err).__name__}: {err}\n  called with {shapes}"
-        if hint:
-            msg += f"\n  hint: {hint}"
-        raise CheckFailed(msg) from None
+        note = f"{what}, with {shapes}"
+        raise CheckFailed(f"{what} raised {type(err).__name__}: {err}\n  called with {shapes}", fix,
+                          crash=err, note=note) from err
 
 
 def _describe(a) -> str:
     shape = getattr(a, "shape", None)
     if shape is not None:
         return f"array of shape {tuple(shape)}"
+    if isinstance(a, torch.nn.Module):
+        return repr(a)
     if callable(a):
         return getattr(a, "__name__", "a function")
     return repr(a)
@@ -119,54 +248,54 @@ def same(got, want, rtol: float = RTOL, atol: float = ATOL) -> bool:
         return bool(_allclose(got, want, rtol=rtol, atol=atol, equal_nan=False))
 
 
-def expect_shape(got: np.ndarray, shape: Sequence[int], what: str, hint: str = "") -> None:
-    """Fail unless ``got`` has exactly ``shape``."""
+def expect_shape(got: np.ndarray, shape: Sequence[int], what: str, why: str = "", fix: str = "") -> None:
+    """Fail unless ``got`` has exactly ``shape``; ``why`` explains the shape, ``fix`` how to get it."""
     if tuple(got.shape) != tuple(shape):
         msg = f"{what} has shape {tuple(got.shape)}, expected {tuple(shape)}"
-        raise CheckFailed(msg + (f" — {hint}" if hint else ""))
+        raise CheckFailed(msg + (f" — {why}" if why else ""), fix)
 
 
 def expect_close(
     got,
     want,
     what: str,
-    mistakes: Sequence[tuple[object, str]] = (),
+    mistakes: Sequence[tuple] = (),
     context: str = "",
-    hint: str = "",
+    fix: str = "",
     rtol: float = RTOL,
     atol: float = ATOL,
+    why: str = "",
 ) -> None:
     """Fail unless ``got`` matches ``want``; name the mistake whose result ``got`` matches.
 
-    ``mistakes`` is a list of ``(what that mistake returns, message)``; the first match wins.
-    ``hint`` is added when no known mistake matches.
+    ``mistakes`` is a list of ``(what that mistake returns, message)`` or ``(…, message, fix)``;
+    the first match wins. ``fix`` is what ``hint()`` gives when the mistake brings none of its
+    own, or when no known mistake matches; ``why`` is added to the message in that last case
+    (where to look, not what to write).
     """
     got = as_array(got, what)
     want = np.asarray(want, dtype=float)
     if same(got, want, rtol, atol):
         return
     where = f" ({context})" if context else ""
+    for result, message, *own_fix in mistakes:
+        if same(got, result, rtol, atol):
+            raise CheckFailed(f"{what}{where}: {message}", own_fix[0] if own_fix else fix)
     if not np.all(np.isfinite(got)) and np.all(np.isfinite(want)):
         bad = np.argwhere(~np.isfinite(got))[0]
-        for result, message in mistakes:
-            if same(got, result, rtol, atol):
-                raise CheckFailed(f"{what}{where}: {message}")
         raise CheckFailed(
             f"{what}{where} contains NaN or inf (first at index {tuple(int(i) for i in bad)}) "
-            "while the correct result is finite — an overflow in exp? Subtract the maximum first."
-        )
-    for result, message in mistakes:
-        if same(got, result, rtol, atol):
-            raise CheckFailed(f"{what}{where}: {message}")
+            "while the correct result is finite — an overflow in exp?",
+            "exp of a large number overflows to inf: subtract the maximum before exponentiating "
+            "(the result does not change)" + (f". {fix}" if fix else ""))
     if got.shape != want.shape:
-        raise CheckFailed(f"{what}{where} has shape {got.shape}, expected {want.shape}")
+        raise CheckFailed(f"{what}{where} has shape {got.shape}, expected {want.shape}", fix)
     err = np.abs(got - want)
     idx = tuple(int(i) for i in np.unravel_index(np.argmax(err), err.shape))
     raise CheckFailed(
         f"{what}{where} differs from the reference: at index {idx} you return "
         f"{got[idx]:.6g}, the reference gives {want[idx]:.6g} (largest error {err[idx]:.3g})"
-        + (f"\n  hint: {hint}" if hint else "")
-    )
+        + (f" — {why}" if why else ""), fix)
 
 
 # Exercise functions that another exercise may call, and the module holding the course's version
