@@ -14,8 +14,8 @@ from nbclient import NotebookClient
 from test_mistakes import known_wrong
 
 from helpers import attention, masking
-from helpers.checks import core
-from helpers.checks.core import HINT_LINE, CheckFailed, hint
+from helpers.checks import failure
+from helpers.checks.failure import HINT_LINE, CheckFailed, hint
 from helpers.checks.lookup import check_softmax
 from helpers.checks.masking import check_masked_attention
 from helpers.grading.settings import StripGradeTracebacks
@@ -32,9 +32,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 @pytest.fixture(autouse=True)
 def no_earlier_failures():
-    core._FAILURES.clear()
+    failure._FAILURES.clear()
     yield
-    core._FAILURES.clear()
+    failure._FAILURES.clear()
 
 
 def _failure(check, fn, **kwargs) -> CheckFailed:
@@ -105,7 +105,7 @@ def test_the_message_is_what_nbgrader_records_and_hint_is_one_line_further():
 # ------------------------------------------------------------------ what a learner sees in Jupyter
 
 CELLS = [
-    "from helpers.checks.core import hint\nfrom helpers.checks.masking import check_masked_attention",
+    "from helpers.checks import hint\nfrom helpers.checks.masking import check_masked_attention",
     # a wrong answer: the check's message, no checker code
     "from helpers.masking import masked_attention as right\n\n"
     "def masked_attention(q, k, v, mask=None):\n"
@@ -142,7 +142,8 @@ def test_a_failing_check_shows_its_message_and_none_of_the_checks_code(ran):
                                  "to the keys the mask blocks\n  call hint() for the fix")
     assert error.evalue in shown
     assert "check_masked_attention(masked_attention)" in shown  # the learner's cell
-    for checker in ("helpers/checks", "expect_close", "raise CheckFailed", "_run_masked", "masking.py"):
+    for checker in ("helpers/checks", "expect_close", "raise CheckFailed", "_run_masked", "masking.py",
+                    "failure.py"):
         assert checker not in shown, f"the traceback shows {checker!r}:\n{shown}"
     assert "masked_fill(~mask" not in shown
 
@@ -162,7 +163,7 @@ def test_when_the_learners_function_raises_they_see_their_own_line(ran):
     assert re.search(r"\(raised while check_masked_attention called masked_attention without a mask, "
                      r"with array of shape \(2, 3, 4, 5\), array of shape \(2, 3, 6, 5\), array of shape "
                      r"\(2, 3, 6, 3\)\)\n  call hint\(\) for the fix$", shown)
-    for checker in ("helpers/checks", "core.py", "def call", "_run_masked", "from None"):
+    for checker in ("helpers/checks", "core.py", "failure.py", "def call", "_run_masked", "from None"):
         assert checker not in shown, f"the traceback shows {checker!r}:\n{shown}"
 
 

@@ -26,12 +26,12 @@ from .core import (
     call,
     expect_close,
     expect_shape,
-    hinted,
     passed,
     quiet,
     same,
     with_course_callees,
 )
+from .failure import hinted
 
 LN_FIX = ("per token: mean and variance over the last dim (keepdim=True), biased variance "
           "(divide by D, unbiased=False / correction=0), (x − mean) / sqrt(var + eps), then * gamma + beta")
@@ -95,8 +95,8 @@ def _layer_norm_mistakes(x, gamma, beta, eps) -> list[tuple[torch.Tensor, str, s
             (eps_outside, "eps is outside the square root: std + eps is not nn.LayerNorm's sqrt(var + eps), "
                           "and the two differ most for tokens with a small spread",
              "(x - mean) / torch.sqrt(var + eps)"),
-            (eps_ignored, "eps is ignored: your result is that of eps = 0, so a token with no spread "
-                          "would be divided by 0",
+            (eps_ignored, "eps is ignored: your result is that of eps = 0, where a token with no "
+                          "spread would be divided by 0",
              "(x - mean) / torch.sqrt(var + eps), with the eps argument"),
         ]
     return found
@@ -122,7 +122,7 @@ def check_layer_norm(layer_norm: Callable, seed: int = 0, shape: tuple[int, int,
         got = as_array(call(layer_norm, *args, what=f"layer_norm ({label})", fix=LN_FIX),
                        f"layer_norm ({label})")
         if not torch.equal(inputs, original):
-            raise CheckFailed("layer_norm changed x in place: the caller's x is overwritten",
+            raise CheckFailed("layer_norm changed x in place — the caller's x is overwritten",
                               "compute new tensors: x - mean, not x -= mean")
         expect_shape(got, (B, T, D), f"layer_norm ({label})", "the output has the shape of x",
                      "keepdim=True keeps the mean and variance (…, 1), broadcastable against x")
@@ -331,7 +331,7 @@ def check_encoder_block(encoder_block: Callable, seed: int = 0, batch: int = 3, 
             got = as_array(call(encoder_block, x, params, n_heads, what=f"encoder_block ({label})", fix=fix,
                                 **kwargs), f"encoder_block ({label})")
             if not torch.equal(x, original):
-                raise CheckFailed("encoder_block changed x in place: the caller's x is overwritten",
+                raise CheckFailed("encoder_block changed x in place — the caller's x is overwritten",
                                   "write x = x + …, not x += …")
             expect_shape(got, tuple(x.shape), f"encoder_block ({label})", "the output has the shape of x",
                          fix)

@@ -28,11 +28,11 @@ from .core import (
     call,
     expect_close,
     expect_shape,
-    hinted,
     passed,
     quiet,
     with_course_callees,
 )
+from .failure import hinted
 
 PARTS = ("projections", "scores", "mix", "ffn")
 MACS = {"projections": "4 * n * d_model**2", "scores": "n**2 * d_model", "mix": "n**2 * d_model",
@@ -233,17 +233,17 @@ def _online_mistakes(q, k, v, b: int) -> list[tuple[torch.Tensor, str]]:
          "hold was computed against the old maximum",
          "multiply both by exp(old_max − new_max) before adding the new block"),
         (blocked_variant(q, k, v, b, rescale_acc=False),
-         "the running sum is rescaled but the accumulated output is not, so the output still counts the "
+         "the running sum is rescaled but the accumulated output is not: the output still counts the "
          "old maximum", "when the maximum grows, multiply the accumulator by exp(old_max − new_max) too"),
         (blocked_variant(q, k, v, b, rescale_sum=False),
-         "the accumulated output is rescaled but the running sum is not, so the sum still counts the old "
+         "the accumulated output is rescaled but the running sum is not: the sum still counts the old "
          "maximum", "multiply the sum by exp(old_max − new_max) too"),
         (blocked_variant(q, k, v, b, scale=1.0), "the scores are not divided by √d_k",
          "scores = q @ k_block.transpose(-2, -1) / math.sqrt(d_k)"),
         (blocked_variant(q, k, v, b, scale=1.0 / d_k), "you divided the scores by d_k; the scale is √d_k",
          "divide by math.sqrt(d_k)"),
         (blocked_variant(q, k, v, b, divide="each_block"),
-         "you divided by the running sum inside the loop, so the earlier blocks are divided again and again",
+         "you divided by the running sum inside the loop: the earlier blocks are divided again and again",
          "keep the output unnormalised and divide by the sum once, after the last block"),
         (blocked_variant(q, k, v, b, divide="block_mean"),
          "each block was normalised by its own sum and the blocks averaged — blocks with larger scores "
@@ -279,7 +279,7 @@ def _run_online(fn: Callable, q, k, v, block_size: int, label: str, context: str
     originals = [t.clone() for t in (q, k, v)]
     result = call(fn, q, k, v, block_size=block_size, what=what, fix=FIX)
     if any(not torch.equal(a, b) for a, b in zip((q, k, v), originals)):
-        raise CheckFailed(f"{what} changed q, k or v in place: the caller's tensors are overwritten",
+        raise CheckFailed(f"{what} changed q, k or v in place — the caller's tensors are overwritten",
                           "compute new tensors instead")
     want = ref.naive_attention(q.to(torch.float64), k.to(torch.float64), v.to(torch.float64))
     out = _output(result, what, tuple(want.shape))
@@ -298,7 +298,7 @@ def check_never_builds_scores(fn: Callable, block_size: int = 8, n_q: int = 96, 
         call(fn, q, k, v, block_size=block_size, what="online_softmax_attention", fix=FIX)
     fused = sorted(name for name in meter.op_names if "scaled_dot_product" in name)
     if fused:
-        raise CheckFailed(f"online_softmax_attention calls torch's fused attention ({fused[0]}): the "
+        raise CheckFailed(f"online_softmax_attention calls torch's fused attention ({fused[0]}) — the "
                           "exercise is the loop over key blocks itself", FIX)
     if meter.largest_numel >= n_q * n_k:
         raise CheckFailed(

@@ -25,12 +25,12 @@ from .core import (
     call,
     expect_close,
     expect_shape,
-    hinted,
     passed,
     quiet,
     same,
     with_course_callees,
 )
+from .failure import hinted
 
 SPLIT_FIX = ("x.reshape(B, T, H, D // H) cuts each token's features into H pieces; then "
              ".transpose(1, 2) puts the head axis before the tokens: (B, H, T, D/H)")
@@ -102,7 +102,7 @@ def _merge_mistakes(x: torch.Tensor) -> list:
 
 def _unchanged(before: torch.Tensor, after: torch.Tensor, name: str) -> None:
     if not torch.equal(before, after):
-        raise CheckFailed(f"{name} changed its input in place: the caller's x is overwritten",
+        raise CheckFailed(f"{name} changed its input in place — the caller's x is overwritten",
                           "return a new tensor: reshape and transpose leave x alone, transpose_ and the "
                           "other methods ending in _ change it")
 
@@ -233,7 +233,7 @@ def _output_mistakes(x_q, x_kv, ws, H, mask):
     w_q, w_k, w_v, w_o = ws
     merge_message, merge_fix = MERGE_MISTAKES["reshape"]
     cases = [
-        (dict(w_o=False), "you return the concatenated heads without the output projection w_o, which mixes "
+        (dict(w_o=False), "you return the concatenated heads without the output projection w_o: it mixes "
                           "what the heads found", "merge_heads(heads) @ w_o at the end"),
         (dict(merge="reshape"), "the heads are merged without a transpose: " + merge_message, merge_fix),
         (dict(merge="interleave"), *MERGE_MISTAKES["interleave"]),
@@ -311,8 +311,8 @@ def check_multi_head_attention(multi_head_attention: Callable, seed: int = 0, B:
         what = f"multi_head_attention {label}"
         result = call(multi_head_attention, x_q, x_kv, *ws, H, mask=mask, what=what, fix=fix)
         if any(not torch.equal(a, b) for a, b in zip(inputs, (x_q, x_kv, *ws))):
-            raise CheckFailed("multi_head_attention changed one of its inputs in place: the caller's tensors "
-                              "are overwritten", "compute new tensors: no +=, no methods ending in _")
+            raise CheckFailed("multi_head_attention changed one of its inputs in place — the caller's "
+                              "tensors are overwritten", "compute new tensors: no +=, no methods ending in _")
         out, w = _unpack(result, what, B, H, T_q, T_kv, D)
         want_out, want_w = ref.multi_head_attention(x_q, x_kv, *ws, H, mask)
         if mask is not None:

@@ -15,11 +15,11 @@ from .core import (
     call,
     expect_close,
     expect_shape,
-    hinted,
     passed,
     quiet,
     with_course_callees,
 )
+from .failure import hinted
 
 SOFTMAX_FIX = ("e = np.exp(x - x.max(axis=axis, keepdims=True)); return e / e.sum(axis=axis, keepdims=True) "
                "— exp(-inf) is 0, so -inf entries need nothing special")
@@ -63,7 +63,7 @@ def check_softmax(softmax: Callable, seed: int = 0, shape: tuple[int, int] = (4,
     original = x.copy()
     got = as_array(call(softmax, x, what="softmax(x)", fix=SOFTMAX_FIX), "softmax(x)")
     if not np.array_equal(x, original):
-        raise CheckFailed("softmax changed its input array in place: the caller's x is overwritten",
+        raise CheckFailed("softmax changed its input array in place — the caller's x is overwritten",
                           "compute new arrays: x = x - x.max(...) instead of x -= x.max(...), and no out=x")
     expect_shape(got, shape, "softmax(x)", "softmax returns one probability per input entry",
                  "keep the summed axis with keepdims=True, then e / e.sum(...) has the shape of x")
@@ -91,7 +91,7 @@ def check_softmax(softmax: Callable, seed: int = 0, shape: tuple[int, int] = (4,
         if np.all(np.isfinite(got_big[0])):
             raise CheckFailed(
                 "softmax of logits near -1000 gives NaN: you subtracted the maximum of the whole "
-                "array, so a row far below that maximum underflows to exp(-2000) = 0 and gives 0/0",
+                "array; a row far below that maximum underflows to exp(-2000) = 0 and gives 0/0",
                 "subtract each row's own maximum: np.max(x, axis=axis, keepdims=True)")
         raise CheckFailed("softmax of logits near +1000 gives NaN or inf: exp(1000) overflows float64",
                           "subtract the maximum along `axis` before exponentiating — softmax(x) equals "
@@ -168,7 +168,7 @@ def check_attention(attention: Callable, seed: int = 0, n_q: int = 3, n_k: int =
         originals = [a.copy() for a in (q, k, v)]
         result = call(attention, q, k, v, what=f"attention(q, k, v) {label}", fix=fix)
         if any(not np.array_equal(a, b) for a, b in zip((q, k, v), originals)):
-            raise CheckFailed("attention changed q, k or v in place: the caller's arrays are overwritten",
+            raise CheckFailed("attention changed q, k or v in place — the caller's arrays are overwritten",
                               "compute new arrays: q = q / …, not q /= …")
         out, w = _unpack(result, "attention", q.shape[0], k.shape[0], v.shape[1])
         want_out, want_w = ref.attention(q, k, v)

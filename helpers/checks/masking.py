@@ -24,11 +24,11 @@ from .core import (
     call,
     expect_close,
     expect_shape,
-    hinted,
     passed,
     quiet,
     with_course_callees,
 )
+from .failure import hinted
 
 INF = float("inf")
 ATTENTION_FIX = ("scores = q @ k.transpose(-2, -1) / √d_k (…, n_q, n_k); blocked scores -> -inf where "
@@ -225,7 +225,7 @@ def _run_masked(masked_attention: Callable, q, k, v, mask, label: str, context: 
     originals = [a.clone() for a in args]
     result = call(masked_attention, *args, what=what, fix=ATTENTION_FIX)
     if any(not torch.equal(a, b) for a, b in zip(args, originals)):
-        raise CheckFailed(f"{what} changed q, k, v or the mask in place: the caller's tensors are "
+        raise CheckFailed(f"{what} changed q, k, v or the mask in place — the caller's tensors are "
                           "overwritten",
                           "use masked_fill, not masked_fill_, and compute new tensors")
     out, w = _pair(result, what)
@@ -335,7 +335,7 @@ def check_causal_attention_with_cache(causal_attention_with_cache: Callable, see
         originals = [a.clone() for a in (q, k, v)]
         result = call(causal_attention_with_cache, q, k, v, what=what, fix=fix)
         if any(not torch.equal(a, b) for a, b in zip((q, k, v), originals)):
-            raise CheckFailed(f"{what} changed q, k or v in place: the caller's tensors are overwritten",
+            raise CheckFailed(f"{what} changed q, k or v in place — the caller's tensors are overwritten",
                               "build new cache tensors with torch.cat instead of writing into q, k or v")
         want = ref.masked_attention(q, k, v, ref.causal_mask(n))[0]
         out = _cache_output(result, what, tuple(want.shape))

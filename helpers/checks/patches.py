@@ -22,11 +22,11 @@ from .core import (
     call,
     expect_close,
     expect_shape,
-    hinted,
     passed,
     quiet,
     with_course_callees,
 )
+from .failure import hinted
 
 # ---------------------------------------------------------------- patchify
 
@@ -116,7 +116,7 @@ def check_patchify(patchify: Callable, seed: int = 0, verbose: bool = True) -> N
         label = f"patchify of images {(B, C, H, W)} with P = {P}"
         got = _tensor(call(patchify, images, P, what=label, fix=fix), label)
         if not torch.equal(images, original):
-            raise CheckFailed("patchify changed its input images in place: the caller's images are "
+            raise CheckFailed("patchify changed its input images in place — the caller's images are "
                               "overwritten", "build a new tensor: reshape and permute leave the input alone")
         N, D = (H // P) * (W // P), C * P * P
         if got.shape == (B, D, N) and D != N:
@@ -254,7 +254,7 @@ def check_conv_to_linear(conv_to_linear: Callable, seed: int = 0, verbose: bool 
         run_hint = fix if bias else "this conv has no bias: conv.bias is None — return torch.zeros(D)"
         weight, b = _pair(call(conv_to_linear, conv, what=label, fix=run_hint), label)
         if any(not torch.equal(p, q) for p, q in zip(conv.parameters(), before)):
-            raise CheckFailed(f"{label} changed the convolution's parameters: the caller's conv is changed",
+            raise CheckFailed(f"{label} changed the convolution's parameters — the caller's conv is changed",
                               "read them, do not modify them: no in-place operations on conv.weight or "
                               "conv.bias")
         K = C * P * P

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from .. import positional as ref
-from .core import CheckFailed, as_array, call, expect_close, expect_shape, hinted, passed, with_course_callees
+from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, with_course_callees
+from .failure import hinted
 
 # float32 sines of angles up to ~100 radians, computed in another order than the reference.
 RTOL, ATOL = 1e-4, 1e-4
@@ -239,7 +240,7 @@ def check_rope(rope: Callable, seed: int = 0, n: int = 6, d: int = 8, verbose: b
         original = x.clone()
         got = _tensor(call(rope, x, what=label, fix=fix, **kwargs), label)
         if not torch.equal(x, original):
-            raise CheckFailed(f"{label} changed x in place: the caller's x is overwritten",
+            raise CheckFailed(f"{label} changed x in place — the caller's x is overwritten",
                               "write the rotated values into a new tensor (torch.empty_like(x), torch.stack, "
                               "torch.cat)")
         expect_shape(got, tuple(x.shape), label, "rope returns a tensor of the same shape as x", fix)

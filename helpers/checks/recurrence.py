@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from .. import recurrence as ref
-from .core import CheckFailed, as_array, call, expect_close, expect_shape, hinted, passed, quiet
+from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet
+from .failure import hinted
 
 STEP = "h = np.tanh(x[t] @ w_x + h @ w_h + b) inside the loop, keeping every h"
 
@@ -99,7 +100,7 @@ def check_rnn_forward(rnn_forward: Callable, seed: int = 0, T: int = 6, d_in: in
         what = f"rnn_forward(x, w_x, w_h, b{', h0' if len(args) == 5 else ''})"
         result = call(rnn_forward, *args, what=what, fix=fix)
         if any(not np.array_equal(a, o) for a, o in zip((x, w_x, w_h, b, h0), originals)):
-            raise CheckFailed("rnn_forward changed one of its inputs in place: the caller's arrays are "
+            raise CheckFailed("rnn_forward changed one of its inputs in place — the caller's arrays are "
                               "overwritten",
                               "compute new arrays: h = ..., not h += ... (h may be h0 itself); never "
                               "x *= ... or b += ...")
@@ -161,7 +162,7 @@ def check_gradient_by_position(gradient_by_position: Callable, seed: int = 0, T:
         raise CheckFailed("gradient_by_position left a .grad on x, so x does not come back untouched",
                           copy + "; torch.autograd.grad fills no .grad")
     if not torch.equal(x.detach(), before):
-        raise CheckFailed("gradient_by_position changed the values of x in place: the caller's x is "
+        raise CheckFailed("gradient_by_position changed the values of x in place — the caller's x is "
                           "overwritten", copy)
     if result is None:
         raise CheckFailed("gradient_by_position returned None — did the function forget to `return`?")

@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import scaling as ref
 from ..attention import softmax
-from .core import CheckFailed, as_array, call, expect_close, expect_shape, hinted, passed, quiet, same
+from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet, same
+from .failure import hinted
 
 # How many standard errors a sample statistic may miss its true value by. For a correct
 # answer a 6-sigma miss has a probability of about 2e-9 per comparison.
@@ -46,7 +47,7 @@ def _score_std_mistakes(d_k: int, n_pairs: int) -> list[tuple[float, float, str,
          ".std(), not .var()"),
         (1.0, 2 * tol,
          "this is about 1, the spread of the *scaled* score q·k/√d_k (or of a single product "
-         "q_m·k_m), not of the raw dot products q·k",
+         "q_m·k_m); the exercise asks for the raw dot products q·k",
          "one raw dot product per pair, summed over the d_k components: (q * k).sum(axis=1), then .std()"),
         (math.sqrt(2 * d_k), 3 * tol,
          f"this is about √(2 d_k) = {math.sqrt(2 * d_k):.3g}, the spread of q·q: q and k are the "
@@ -168,7 +169,7 @@ def check_softmax_jacobian(softmax_jacobian: Callable, seed: int = 0, n: int = 5
     fix = "∂p_i/∂z_j = p_i(δ_ij − p_j): " + JACOBIAN
     got = as_array(call(softmax_jacobian, p, what=what, fix=fix), what)
     if not np.array_equal(p, original):
-        raise CheckFailed("softmax_jacobian changed p in place: the caller's p is overwritten",
+        raise CheckFailed("softmax_jacobian changed p in place — the caller's p is overwritten",
                           "build a new matrix and leave p alone")
     if got.shape == (n,):
         raise CheckFailed(f"{what} has shape ({n},): the Jacobian is the full ({n}, {n}) matrix "
