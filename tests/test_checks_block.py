@@ -228,10 +228,13 @@ def test_encoder_block_check_passes_correct_variants(fn, capsys):
     assert "✓" in capsys.readouterr().out
 
 
-def _block(norm_first_flip=False, residual=(True, True), act=torch.relu, ln=ref.layer_norm, mask_op=None):
+def _block(norm_first_flip=False, residual=(True, True), act=torch.relu, ln=ref.layer_norm, mask_op=None,
+           attention_biases=True):
     """The reference layer with one piece swapped for a learner's mistake."""
     def wrong(x, params, n_heads, norm_first=True, mask=None):
         p = params
+        if not attention_biases:
+            p = {**p, **{f"b_{n}": torch.zeros_like(p[f"b_{n}"]) for n in "qkvo"}}
         if mask_op is not None:
             mask = mask_op(mask)
         nf = norm_first != norm_first_flip
@@ -271,6 +274,7 @@ def block_always_pre_norm(x, params, n_heads, norm_first=True, mask=None):
     (_block(residual=(True, False)), "residual around the feed-forward"),
     (_block(residual=(False, False)), "both residual"),
     (_block(act=F.gelu), "GELU"),
+    (_block(attention_biases=False), "the attention's biases are left out"),
     (_block(ln=_ln_fn(-1, unbiased=True)), "unbiased variance"),
     (_block(ln=_ln_fn(0)), "over the batch"),
     (_block(ln=_ln_fn(1)), "over the tokens"),

@@ -186,6 +186,7 @@ ATTENTION_MISTAKES = [
     (_att(lambda q, k: ref.softmax(q @ k.T / q.shape[1])), "divided the scores by d_k"),
     (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q), axis=0)), "query axis"),
     (_att(lambda q, k: ref.softmax(q @ k.T * SQ(q))), "multiplied the scores by √d_k"),
+    (_att(lambda q, k: (lambda e: e / e.sum())(np.exp(q @ k.T / SQ(q)))), "the whole score matrix"),
     (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), out_fn=lambda w, v: w @ v.T), "raised ValueError"),
     (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), order=lambda out, w: (w, out)),
      r"returned \(weights, output\)"),

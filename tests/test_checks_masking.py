@@ -52,6 +52,7 @@ def _ones(n):
 
 @pytest.mark.parametrize("fn, message", [
     (lambda n: _ones(n).tril(-1), "diagonal is blocked"),
+    (lambda n: _ones(n).tril(1), "one future key leaks in"),
     (lambda n: torch.arange(n)[None, :] < torch.arange(n)[:, None], "diagonal is blocked"),
     (lambda n: _ones(n).triu(), "upper triangle"),
     (lambda n: _ones(n).triu(1), "True marks the blocked"),

@@ -261,6 +261,7 @@ def _block_mistakes(x, p, n_heads, norm_first, mask) -> list[tuple[torch.Tensor,
                  "post-norm (norm_first=False): LayerNorm(x + attention(x)), then LayerNorm(x + FFN(x))")
     ln = ("call layer_norm(h, params['ln1_gamma'], params['ln1_beta'], params['eps']) (ln2_… for the "
           "second) — the course's layer_norm is in place while this check runs")
+    no_bias = {**p, **{f"b_{n}": torch.zeros_like(p[f"b_{n}"]) for n in "qkvo"}}
     found = [
         (_variant(x, p, n_heads, not norm_first, mask),
          f"the LayerNorms are in the other place — this is {'post' if norm_first else 'pre'}-norm, but "
@@ -273,6 +274,9 @@ def _block_mistakes(x, p, n_heads, norm_first, mask) -> list[tuple[torch.Tensor,
          "back", placement),
         (_variant(x, p, n_heads, norm_first, mask, residual=(False, False)),
          "both residual connections are missing: neither sub-layer's input is added back", placement),
+        (_variant(x, no_bias, n_heads, norm_first, mask),
+         "the attention's biases are left out: q, k, v and the output each add their own (params['b_q'], "
+         "params['b_k'], params['b_v'], params['b_o'])", "q = x @ params['w_q'] + params['b_q'], and so on"),
         (_variant(x, p, n_heads, norm_first, mask, act=F.gelu),
          "the FFN uses GELU; nn.TransformerEncoderLayer here (and this exercise) uses ReLU",
          "feed_forward(h, params['w1'], params['b1'], params['w2'], params['b2']), which uses relu"),

@@ -142,6 +142,9 @@ def _weight_mistakes(q: np.ndarray, k: np.ndarray, d_v: int, d_model: int | None
          "over the keys", "softmax(scores, axis=-1)"),
         (ref.softmax(raw * math.sqrt(d_k)), "you multiplied the scores by √d_k; that makes the spread "
          "larger, not smaller", "divide the scores by np.sqrt(d_k)"),
+        (ref.softmax((raw / math.sqrt(d_k)).ravel()).reshape(raw.shape),
+         "the softmax ran over the whole score matrix: all the weights together sum to 1, but each row — "
+         "one query — must sum to 1 on its own", "softmax(scores, axis=-1)"),
     ]
     if d_v != d_k:
         found.append((ref.softmax(raw / math.sqrt(d_v)),

@@ -87,6 +87,8 @@ def check_causal_mask(causal_mask: Callable, seed: int = 0, verbose: bool = True
         mistakes = [
             (ones.tril(-1), "the diagonal is blocked, but a position may attend to itself (True where key "
                             "j ≤ query i)", "torch.tril with the default diagonal=0, or j <= i, not j < i"),
+            (ones.tril(1), "one future key leaks in: True at key j = i + 1 lets each position see the next "
+                           "token", "torch.tril with the default diagonal=0: True where j ≤ i"),
             (ones.triu(), "this is the upper triangle (True where key j ≥ query i): each position would "
                           "see the future instead of the past", "the lower triangle: torch.tril"),
             (ones.triu(1), "True marks the blocked (future) keys, but in this course True means *may "
