@@ -60,19 +60,47 @@ def ln_no_eps(x, gamma, beta, eps=1e-5):
     return _ln(-1)(x, gamma, beta, 0.0)
 
 
-@pytest.mark.parametrize("fn, message", [
+def ln_swapped_affine(x, gamma, beta, eps=1e-5):
+    return _ln(-1, affine=False)(x, gamma, beta, eps) * beta + gamma
+
+
+def ln_std_plus_eps(x, gamma, beta, eps=1e-5):
+    """torch's std is the unbiased one, and eps is added to it outside the root."""
+    return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + eps) * gamma + beta
+
+
+def ln_default_eps_wrong(x, gamma, beta, eps=1e-3):
+    return ref.layer_norm(x, gamma, beta, eps)
+
+
+LN_MISTAKES = [
     (_ln(-1, unbiased=True), "unbiased variance"),
     (_ln(0), "over the batch"),
     (_ln((0, 1)), "over the batch"),
     (_ln(1), "wrong dim"),
-    (_ln(-1, eps_inside=False), "eps is outside the square root"),
+    (_ln(-1, eps_inside=False), "eps is outside the square root: std \\+ eps is not"),
     (_ln(-1, affine=False), "gamma and beta are ignored"),
     (ln_gamma_only, "beta is ignored"),
     (ln_no_eps, "eps is ignored"),
-])
+    (ln_swapped_affine, "gamma and beta are swapped"),
+    (ln_std_plus_eps, "eps is outside the square root and the variance is unbiased"),
+    (ln_default_eps_wrong, "the default eps is not 1e-5"),
+]
+
+
+@pytest.mark.parametrize("fn, message", LN_MISTAKES)
 def test_layer_norm_check_names_mistakes(fn, message):
     with pytest.raises(AssertionError, match=message):
         check_layer_norm(fn, verbose=False)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_layer_norm_check_tells_eps_ignored_from_eps_outside_the_root(seed):
+    """With the default eps both give nearly the right numbers, and each other's: the check tells them
+    apart where eps is large (at seed 1 an eps-less answer was once called "eps outside the root")."""
+    for fn, message in LN_MISTAKES:
+        with pytest.raises(AssertionError, match=message):
+            check_layer_norm(fn, seed=seed, verbose=False)
 
 
 def test_layer_norm_check_lets_not_implemented_through():
@@ -200,10 +228,13 @@ def test_encoder_block_check_passes_correct_variants(fn, capsys):
     assert "✓" in capsys.readouterr().out
 
 
-def _block(norm_first_flip=False, residual=(True, True), act=torch.relu, ln=ref.layer_norm, mask_op=None):
+def _block(norm_first_flip=False, residual=(True, True), act=torch.relu, ln=ref.layer_norm, mask_op=None,
+           attention_biases=True):
     """The reference layer with one piece swapped for a learner's mistake."""
     def wrong(x, params, n_heads, norm_first=True, mask=None):
         p = params
+        if not attention_biases:
+            p = {**p, **{f"b_{n}": torch.zeros_like(p[f"b_{n}"]) for n in "qkvo"}}
         if mask_op is not None:
             mask = mask_op(mask)
         nf = norm_first != norm_first_flip
@@ -243,11 +274,13 @@ def block_always_pre_norm(x, params, n_heads, norm_first=True, mask=None):
     (_block(residual=(True, False)), "residual around the feed-forward"),
     (_block(residual=(False, False)), "both residual"),
     (_block(act=F.gelu), "GELU"),
+    (_block(attention_biases=False), "the attention's biases are left out"),
     (_block(ln=_ln_fn(-1, unbiased=True)), "unbiased variance"),
     (_block(ln=_ln_fn(0)), "over the batch"),
     (_block(ln=_ln_fn(1)), "over the tokens"),
     (_block(ln=_ln_fn(-1, eps_inside=False)), "eps outside the square root"),
     (_block(ln=_ln_fn(-1, affine=False)), "ignore their gamma and beta"),
+    (_block(ln=ln_swapped_affine), "gamma and beta are swapped"),
     (_block(mask_op=lambda m: None), "mask is ignored"),
     (_block(mask_op=lambda m: None if m is None else ~m), "mask is inverted"),
 ])
@@ -256,13 +289,25 @@ def test_encoder_block_check_names_mistakes(fn, message):
         check_encoder_block(fn, verbose=False)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_encoder_block_check_always_pads_a_sequence(seed):
+    """With a batch of two, both lengths were once drawn at random: when both were full the mask blocked
+    nothing and a block that ignores it passed. One sequence is always padded now."""
+    with pytest.raises(AssertionError, match="mask is ignored"):
+        check_encoder_block(_block(mask_op=lambda m: None), seed=seed, batch=2, verbose=False)
+    with pytest.raises(AssertionError, match="mask is ignored"):
+        check_encoder_block(_block(mask_op=lambda m: None), seed=seed, batch=1, verbose=False)
+    check_encoder_block(ref.encoder_block, seed=seed, batch=2, verbose=False)
+
+
 def test_encoder_block_check_reports_unknown_mistakes_with_the_hint():
     def scaled_wrong(x, params, n_heads, norm_first=True, mask=None):
         return ref.encoder_block(x, params, n_heads, norm_first, mask) * (1 + 1 / math.pi)
 
-    pattern = r"(?s)differs from the reference: at index \(\d+, \d+, \d+\).*hint: pre-norm"
-    with pytest.raises(AssertionError, match=pattern):
+    pattern = r"differs from the reference: at index \(\d+, \d+, \d+\)(?s:.*)call hint\(\) for the fix$"
+    with pytest.raises(AssertionError, match=pattern) as err:
         check_encoder_block(scaled_wrong, verbose=False)
+    assert err.value.fix.startswith("pre-norm: h = x + attention(LN1(x))")
 
 
 def test_encoder_block_check_writes_no_warnings(recwarn, capsys):

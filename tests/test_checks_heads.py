@@ -39,7 +39,8 @@ SPLIT_WRONG = [
     (lambda x, H: x.reshape(x.shape[0], H, x.shape[1], -1), "without a transpose"),
     (lambda x, H: x.reshape(x.shape[0], x.shape[1], -1, H).permute(0, 3, 1, 2), "interleaved"),
     (lambda x, H: torch.stack(x.chunk(H, dim=-1)[::-1], dim=1), "reverse order"),
-    (lambda x, H: x.reshape(x.shape[0], x.shape[1], H, -1), r"transpose\(1, 2\)"),
+    (lambda x, H: x.reshape(x.shape[0], x.shape[1], H, -1),
+     "without a transpose|the head axis must come before"),  # (B, T, H, D/H) is (B, H, T, D/H) when T = H
     (lambda x, H: x.reshape(x.shape[0], x.shape[1], H, -1).permute(0, 2, 3, 1), "last two axes"),
     (lambda x, H: None, "forget to `return`"),
 ]
@@ -138,10 +139,15 @@ def test_mha_check_passes_correct_variants(fn):
 
 
 def _wrong(scale="head", split="ok", merge="ok", w_o=True, transpose=False, dim=-1, mask_mode="ok",
-           nan=False):
-    """A multi-head attention written independently of the checks, with one mistake switched on."""
+           nan=False, kv_from_q=False, proj="qkv"):
+    """A multi-head attention written independently of the checks, with one mistake switched on.
+
+    ``proj`` says which of w_q, w_k, w_v projects the queries, the keys and the values.
+    """
     def fn(x_q, x_kv, w_q, w_k, w_v, w_out, n_heads, mask=None):
-        ws = [w.T if transpose else w for w in (w_q, w_k, w_v, w_out)]
+        x_kv = x_q if kv_from_q else x_kv
+        by_name = dict(zip("qkv", (w_q, w_k, w_v)))
+        ws = [w.T if transpose else w for w in (*(by_name[name] for name in proj), w_out)]
         B, T_q, D = x_q.shape
         H, d_h = n_heads, D // n_heads
 
@@ -189,6 +195,12 @@ MHA_WRONG = [
     (lambda *a, mask=None: (lambda o, w: (o, w.mean(1)))(*ref.multi_head_attention(*a, mask=mask)),
      "not their average"),
     (lambda *a, mask=None: ref.multi_head_attention(*a), "mask"),
+    (_wrong(kv_from_q=True), "the keys and values come from x_q"),
+    (_wrong(proj="kqv"), "w_q and w_k are swapped"),
+    (_wrong(proj="qqv"), "the keys were projected with w_q, not w_k"),
+    (_wrong(proj="kkv"), "the queries were projected with w_k, not w_q"),
+    (_wrong(proj="qkq"), "the values were projected with w_q, not w_v"),
+    (_wrong(proj="qkk"), "the values were projected with w_k, not w_v"),
 ]
 
 
@@ -196,6 +208,13 @@ MHA_WRONG = [
 def test_mha_check_names_the_mistake(fn, message):
     with pytest.raises(CheckFailed, match=message):
         check_multi_head_attention(fn)
+
+
+def test_mha_check_names_keys_and_values_from_x_q_also_when_both_inputs_have_one_length():
+    """T_q = T_kv: the weights have the right shape, and only their values show the mistake."""
+    with pytest.raises(CheckFailed, match="the keys and values come from x_q"):
+        check_multi_head_attention(_wrong(kv_from_q=True), T_q=4, T_kv=4)
+    check_multi_head_attention(ref.multi_head_attention, T_q=4, T_kv=4, verbose=False)
 
 
 def test_unfinished_exercises_are_not_failures():

@@ -92,9 +92,9 @@ def softmax_drops_axis(x, axis=-1):
 @pytest.mark.parametrize(
     "fn, message",
     [
-        (softmax_unstable, "subtract the maximum"),
-        (softmax_global_max, "each row's own maximum"),
-        (softmax_no_exp, "exponentiate first"),
+        (softmax_unstable, "exp\\(1000\\) overflows"),
+        (softmax_global_max, "maximum of the whole array"),
+        (softmax_no_exp, "without exponentiating"),
         (softmax_ignores_axis, "`axis` argument is ignored"),
         (softmax_total_sum, "sum of the whole array"),
         (softmax_in_place, "in place"),
@@ -182,17 +182,20 @@ def _att(scores_fn, out_fn=lambda w, v: w @ v, order=lambda out, w: (out, w)):
 SQ = lambda q: math.sqrt(q.shape[1])  # noqa: E731
 
 ATTENTION_MISTAKES = [
-    (_att(lambda q, k: ref.softmax(q @ k.T)), "divide the scores by √d_k"),
+    (_att(lambda q, k: ref.softmax(q @ k.T)), "not divided by √d_k"),
     (_att(lambda q, k: ref.softmax(q @ k.T / q.shape[1])), "divided the scores by d_k"),
     (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q), axis=0)), "query axis"),
     (_att(lambda q, k: ref.softmax(q @ k.T * SQ(q))), "multiplied the scores by √d_k"),
-    (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), out_fn=lambda w, v: w @ v.T), "v.T"),
+    (_att(lambda q, k: (lambda e: e / e.sum())(np.exp(q @ k.T / SQ(q)))), "the whole score matrix"),
+    (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), out_fn=lambda w, v: w @ v.T), "raised ValueError"),
     (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), order=lambda out, w: (w, out)),
      r"returned \(weights, output\)"),
     (lambda q, k, v: ref.attention(q, k, v)[0], "must return a pair"),
-    (lambda q, k, v: (ref.attention(q, k, v)[0], ref.attention(q, k, v)[1].T), "transposed|k @ q.T"),
+    (lambda q, k, v: (ref.attention(q, k, v)[0], ref.attention(q, k, v)[1].T),
+     "query i's weights over the keys"),
     (_att(lambda q, k: softmax_unstable(q @ k.T / SQ(q))), "subtract the maximum|NaN"),
-    (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), out_fn=lambda w, v: w @ v * 2.0), "weights @ v"),
+    (_att(lambda q, k: ref.softmax(q @ k.T / SQ(q)), out_fn=lambda w, v: w @ v * 2.0),
+     "look at the last step"),
 ]
 
 
@@ -243,14 +246,17 @@ def test_self_attention_check_passes_correct_variants(fn):
 SELF_MISTAKES = [
     (lambda x, wq, wk, wv: ref.attention(x @ wk, x @ wq, x @ wv), "swapped"),
     (lambda x, wq, wk, wv: ref.attention(x @ wq, x @ wk, x), "shape|values"),
-    (lambda x, wq, wk, wv: ref.attention(x @ wq.T, x @ wk.T, x @ wv.T), "x @ w"),
+    (lambda x, wq, wk, wv: ref.attention(x @ wq.T, x @ wk.T, x @ wv.T), "raised ValueError"),
     (lambda x, wq, wk, wv: _att(lambda q, k: ref.softmax(q @ k.T / math.sqrt(x.shape[1])))(
         x @ wq, x @ wk, x @ wv), "√d_model"),
     (lambda x, wq, wk, wv: _att(lambda q, k: ref.softmax(q @ k.T))(x @ wq, x @ wk, x @ wv), "√d_k"),
     (lambda x, wq, wk, wv: (ref.self_attention(x, wq, wk, wv)[0],
                             ref.self_attention(x, wq, wk, wv)[1].T), "transposed"),
     (lambda x, wq, wk, wv: (ref.self_attention(x, wq, wk, wv)[0] + 1.0,
-                            ref.self_attention(x, wq, wk, wv)[1]), "v = x @ w_v"),
+                            ref.self_attention(x, wq, wk, wv)[1]), "look at the values"),
+    (lambda x, wq, wk, wv: ref.attention(x @ wq, x @ wq, x @ wv), "keys were projected with w_q, not w_k"),
+    (lambda x, wq, wk, wv: ref.attention(x @ wk, x @ wk, x @ wv), "queries were projected with w_k, not w_q"),
+    (lambda x, wq, wk, wv: ref.attention(x @ wq, x @ wk, x @ wq), "values were projected with w_q or w_k"),
 ]
 
 
@@ -258,6 +264,17 @@ SELF_MISTAKES = [
 def test_self_attention_check_names_the_mistake(fn, message):
     with pytest.raises(CheckFailed, match=message):
         check_self_attention(fn)
+
+
+@pytest.mark.parametrize("name", ["w_q", "w_k"])
+def test_self_attention_check_names_the_values_matrix_also_when_d_v_is_d_k(name):
+    """d_v = d_k: values projected with w_q or w_k have the right shape, and only their values show it."""
+    def wrong_values(x, wq, wk, wv):
+        return ref.attention(x @ wq, x @ wk, x @ {"w_q": wq, "w_k": wk}[name])
+
+    with pytest.raises(CheckFailed, match=f"the values were projected with {name}, not w_v"):
+        check_self_attention(wrong_values, d_k=4, d_v=4)
+    check_self_attention(ref.self_attention, d_k=4, d_v=4, verbose=False)
 
 
 def test_checks_write_nothing_to_stderr(capsys):
@@ -297,7 +314,7 @@ def swapped_self_attention(x, w_q, w_k, w_v):
 def test_attention_is_checked_with_the_course_softmax(capsys):
     nb = notebook(NOTEBOOK)
     learners_softmax, attention = nb["softmax"], nb["right_attention"]
-    with pytest.raises(CheckFailed, match="subtract the maximum"):
+    with pytest.raises(CheckFailed, match="overflows"):
         check_softmax(learners_softmax)
     with pytest.raises(CheckFailed, match="NaN"):  # with the learner's softmax: charged a second time
         check_attention.__wrapped__(attention)

@@ -2,6 +2,7 @@
 answers written in other styles pass."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -51,6 +52,7 @@ def _ones(n):
 
 @pytest.mark.parametrize("fn, message", [
     (lambda n: _ones(n).tril(-1), "diagonal is blocked"),
+    (lambda n: _ones(n).tril(1), "one future key leaks in"),
     (lambda n: torch.arange(n)[None, :] < torch.arange(n)[:, None], "diagonal is blocked"),
     (lambda n: _ones(n).triu(), "upper triangle"),
     (lambda n: _ones(n).triu(1), "True marks the blocked"),
@@ -106,11 +108,17 @@ def padding_list_only(lengths, max_len):
     (lambda lengths, m: ref.padding_mask(lengths, int(max(lengths))), "max_len columns"),
     (lambda lengths, m: ref.padding_mask(lengths, m).float(), "dtype torch.float32"),
     (lambda lengths, m: ref.padding_mask(lengths, m).numpy(), "NumPy"),
-    (padding_list_only, "torch.as_tensor"),
+    (padding_list_only, "raised TypeError"),
 ])
 def test_padding_mask_check_names_the_mistake(fn, message):
     with pytest.raises(CheckFailed, match=message):
         check_padding_mask(fn)
+
+
+def test_a_mask_of_lengths_that_takes_only_lists_gets_a_hint_for_both():
+    with pytest.raises(CheckFailed) as err:
+        check_padding_mask(padding_list_only)
+    assert "torch.as_tensor" in err.value.fix and "torch.as_tensor" not in str(err.value)
 
 
 # ---------------------------------------------------------------- masked_attention
@@ -194,7 +202,7 @@ MASKED_MISTAKES = [
     (_masked(lambda s, m, q, k: torch.softmax((q @ k.transpose(-2, -1)).masked_fill(~m, NEG), -1)
              .nan_to_num()), "√d_k"),
     (_masked(lambda s, m, q, k: ref.masked_attention(q, k, k, m)[1], out_fn=lambda w, v: 2 * (w @ v)),
-     "output = weights @ v"),
+     "look at the last step"),
 ]
 
 
@@ -208,7 +216,7 @@ def test_masked_attention_check_names_unscaled_scores_without_a_mask():
     def unscaled(q, k, v, mask=None):
         return ref.masked_attention(q * math.sqrt(q.size(-1)), k, v, mask)
 
-    with pytest.raises(CheckFailed, match="divide the scores by √d_k"):
+    with pytest.raises(CheckFailed, match="not divided by √d_k"):
         check_masked_attention(unscaled)
 
 
@@ -220,8 +228,10 @@ def test_masked_attention_check_names_unscaled_scores_without_a_mask():
         ref.masked_attention(q, k, v, mask)[1]), "batch"),
 ])
 def test_masked_attention_check_reports_crashes_and_shapes(fn, message):
-    with pytest.raises(CheckFailed, match=message):
+    """The message says what went wrong; for a crash, the hint one step further says how it should go."""
+    with pytest.raises(CheckFailed) as err:
         check_masked_attention(fn)
+    assert re.search(message, f"{err.value}\n{err.value.fix}")
 
 
 def test_masked_attention_check_reports_a_mask_changed_in_place():
@@ -338,9 +348,9 @@ def _bytes(formula, default_b=2):
     (_bytes(lambda n, h, b: n**2 * h * b / 2**20), "MiB"),
     (_bytes(lambda n, h, b: n**2 * h * b, default_b=4), "default bytes_per_element must be 2"),
     (_bytes(lambda n, h, b: 2 * n**2 * h * b), "twice too much"),
-    (_bytes(lambda n, h, b: math.pow(n, 2) * h * b), "return an int"),
-    (_bytes(lambda n, h, b: torch.tensor(n**2 * h * b)), "return an int"),
-    (lambda n, heads=1, bpe=2: n * n * heads * bpe, "signature"),
+    (_bytes(lambda n, h, b: math.pow(n, 2) * h * b), "is an int"),
+    (_bytes(lambda n, h, b: torch.tensor(n**2 * h * b)), "is an int"),
+    (lambda n, heads=1, bpe=2: n * n * heads * bpe, "unexpected keyword argument"),
     (_bytes(lambda n, h, b: None), "one integer number of bytes"),
 ])
 def test_bytes_check_names_the_mistake(fn, message):

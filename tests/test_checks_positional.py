@@ -97,7 +97,7 @@ SINUSOIDAL_MISTAKES = [
     (_pe(lambda i, d, b: b ** (-4 * i / d)), "twice too large"),
     (pe_dim_index, "dimension index j"),
     (pe_dim_index_doubled, "2j/d"),
-    (_pe(lambda i, d, b: b ** (2 * i / d)), "do not multiply"),
+    (_pe(lambda i, d, b: b ** (2 * i / d)), "the frequencies grow"),
     (_pe(RIGHT, start=1), "positions start at 1"),
     (pe_integer_division, "integer division"),
     (_pe(RIGHT, ignore_base=True), "`base` argument is ignored"),
@@ -284,7 +284,7 @@ ROPE_MISTAKES = [
     (lambda x, positions=None, base=10000.0: ref.rope(x, positions, base).numpy(), "torch tensor"),
     (lambda x, positions=None, base=10000.0: ref.rope(x, positions, base).reshape(-1, x.shape[-1]), "shape"),
     (lambda x, positions=None, base=10000.0: 2 * ref.rope(x, positions, base), "differs from the reference"),
-    (rope_2d_only, r"\(2, 3, 6, 8\)\) raised RuntimeError(.|\n)*second-to-last axis"),
+    (rope_2d_only, r"\(2, 3, 6, 8\)\) raised RuntimeError"),
 ]
 
 

@@ -192,7 +192,7 @@ def test_score_std_check_tolerance_follows_the_sample_size():
 
 
 def test_score_std_check_rejects_a_clear_miss_without_a_known_mistake():
-    with pytest.raises(AssertionError, match=r"standard deviation √64 = 8"):
+    with pytest.raises(AssertionError, match=r"expected about √64 = 8"):
         check_score_std(lambda d_k, n_pairs=10_000, seed=0: 1.2 * ref.score_std(d_k, n_pairs, seed))
 
 

@@ -285,6 +285,7 @@ REVIEW = [  # worth a human look, not an accusation
     ("np = !ls", "np = !ls", "shadows-name"),
     ("builtin as data", "type = 'causal'\nall = [softmax(np.ones(2))]", "shadows-name"),
     ("builtin from numpy", "from numpy import abs, round", "shadows-name"),
+    ("a hint of one's own", "def hint():\n    print('compare the shapes')", "shadows-name"),
     ("syntax error", "def softmax(x, axis=-1)\n    return x", "syntax-error"),
 ]
 

@@ -101,7 +101,7 @@ def _masked(message: str) -> str:
 
 
 def _generic(message: str) -> bool:
-    return bool(re.search(r"differs from the reference|[)\]] = [^:]*, expected |\n  hint: ", message)) \
+    return bool(re.search(r"differs from the reference|[)\]] = [^:]*, expected ", message)) \
         and " raised " not in message.splitlines()[0]
 
 

@@ -5,6 +5,9 @@ differ it computes what each *known mistake* would have produced and, if the lea
 result matches one, fails with that mistake's message; otherwise it reports where and by
 how much the result is off. Failures raise ``CheckFailed`` (an ``AssertionError``), so
 nbgrader scores the cell 0 and shows the message.
+
+How a failure reads — the message, the fix kept for ``hint()``, the traceback a learner sees —
+is in ``failure``.
 """
 
 from __future__ import annotations
@@ -21,14 +24,11 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import torch
 
+from .failure import CheckFailed
+
 # Comparison tolerances: loose enough for float32 arithmetic, far tighter than any mistake.
 RTOL = 1e-4
 ATOL = 1e-6
-
-
-class CheckFailed(AssertionError):
-    """A check found a wrong result; the message says what is wrong and the likely cause."""
-
 
 # What the checks compare with is taken now, when the setup cell imports the checks, before
 # any learner's code runs: replacing np.allclose later does not change how a check compares.
@@ -70,8 +70,9 @@ def fresh_seeds(n: int = 3) -> list[int]:
     return [int.from_bytes(os.urandom(4), "little") for _ in range(n)]
 
 
-def call(fn: Callable, *args, what: str, hint: str = "", **kwargs):
-    """Call the learner's ``fn``; a crash becomes a ``CheckFailed`` that says on which inputs.
+def call(fn: Callable, *args, what: str, fix: str = "", **kwargs):
+    """Call the learner's ``fn``; a crash becomes a ``CheckFailed`` that says on which inputs
+    and keeps the learner's own error, shown with their own lines in IPython.
 
     ``NotImplementedError`` passes through untouched: the exercise is simply not done yet.
     """
@@ -82,16 +83,17 @@ def call(fn: Callable, *args, what: str, hint: str = "", **kwargs):
         raise
     except Exception as err:  # the learner's code may raise anything; report it, do not crash
         shapes = ", ".join(_describe(a) for a in args)
-        msg = f"{what} raised {type(err).__name__}: {err}\n  called with {shapes}"
-        if hint:
-            msg += f"\n  hint: {hint}"
-        raise CheckFailed(msg) from None
+        note = f"{what}, with {shapes}"
+        raise CheckFailed(f"{what} raised {type(err).__name__}: {err}\n  called with {shapes}", fix,
+                          crash=err, note=note) from err
 
 
 def _describe(a) -> str:
     shape = getattr(a, "shape", None)
     if shape is not None:
         return f"array of shape {tuple(shape)}"
+    if isinstance(a, torch.nn.Module):
+        return repr(a)
     if callable(a):
         return getattr(a, "__name__", "a function")
     return repr(a)
@@ -119,54 +121,54 @@ def same(got, want, rtol: float = RTOL, atol: float = ATOL) -> bool:
         return bool(_allclose(got, want, rtol=rtol, atol=atol, equal_nan=False))
 
 
-def expect_shape(got: np.ndarray, shape: Sequence[int], what: str, hint: str = "") -> None:
-    """Fail unless ``got`` has exactly ``shape``."""
+def expect_shape(got: np.ndarray, shape: Sequence[int], what: str, why: str = "", fix: str = "") -> None:
+    """Fail unless ``got`` has exactly ``shape``; ``why`` explains the shape, ``fix`` how to get it."""
     if tuple(got.shape) != tuple(shape):
         msg = f"{what} has shape {tuple(got.shape)}, expected {tuple(shape)}"
-        raise CheckFailed(msg + (f" — {hint}" if hint else ""))
+        raise CheckFailed(msg + (f" — {why}" if why else ""), fix)
 
 
 def expect_close(
     got,
     want,
     what: str,
-    mistakes: Sequence[tuple[object, str]] = (),
+    mistakes: Sequence[tuple] = (),
     context: str = "",
-    hint: str = "",
+    fix: str = "",
     rtol: float = RTOL,
     atol: float = ATOL,
+    why: str = "",
 ) -> None:
     """Fail unless ``got`` matches ``want``; name the mistake whose result ``got`` matches.
 
-    ``mistakes`` is a list of ``(what that mistake returns, message)``; the first match wins.
-    ``hint`` is added when no known mistake matches.
+    ``mistakes`` is a list of ``(what that mistake returns, message)`` or ``(…, message, fix)``;
+    the first match wins. ``fix`` is what ``hint()`` gives when the mistake brings none of its
+    own, or when no known mistake matches; ``why`` is added to the message in that last case
+    (where to look, not what to write).
     """
     got = as_array(got, what)
     want = np.asarray(want, dtype=float)
     if same(got, want, rtol, atol):
         return
     where = f" ({context})" if context else ""
+    for result, message, *own_fix in mistakes:
+        if same(got, result, rtol, atol):
+            raise CheckFailed(f"{what}{where}: {message}", own_fix[0] if own_fix else fix)
     if not np.all(np.isfinite(got)) and np.all(np.isfinite(want)):
         bad = np.argwhere(~np.isfinite(got))[0]
-        for result, message in mistakes:
-            if same(got, result, rtol, atol):
-                raise CheckFailed(f"{what}{where}: {message}")
         raise CheckFailed(
             f"{what}{where} contains NaN or inf (first at index {tuple(int(i) for i in bad)}) "
-            "while the correct result is finite — an overflow in exp? Subtract the maximum first."
-        )
-    for result, message in mistakes:
-        if same(got, result, rtol, atol):
-            raise CheckFailed(f"{what}{where}: {message}")
+            "while the correct result is finite — an overflow in exp?",
+            "exp of a large number overflows to inf: subtract the maximum before exponentiating "
+            "(the result does not change)" + (f". {fix}" if fix else ""))
     if got.shape != want.shape:
-        raise CheckFailed(f"{what}{where} has shape {got.shape}, expected {want.shape}")
+        raise CheckFailed(f"{what}{where} has shape {got.shape}, expected {want.shape}", fix)
     err = np.abs(got - want)
     idx = tuple(int(i) for i in np.unravel_index(np.argmax(err), err.shape))
     raise CheckFailed(
         f"{what}{where} differs from the reference: at index {idx} you return "
         f"{got[idx]:.6g}, the reference gives {want[idx]:.6g} (largest error {err[idx]:.3g})"
-        + (f"\n  hint: {hint}" if hint else "")
-    )
+        + (f" — {why}" if why else ""), fix)
 
 
 # Exercise functions that another exercise may call, and the module holding the course's version

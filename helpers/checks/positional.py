@@ -16,6 +16,7 @@ import torch
 
 from .. import positional as ref
 from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, with_course_callees
+from .failure import hinted
 
 # float32 sines of angles up to ~100 radians, computed in another order than the reference.
 RTOL, ATOL = 1e-4, 1e-4
@@ -24,10 +25,12 @@ RTOL, ATOL = 1e-4, 1e-4
 def _tensor(result, what: str) -> np.ndarray:
     """The learner's result as an array, after checking it is a floating-point torch tensor."""
     if result is not None and not torch.is_tensor(result):
-        raise CheckFailed(f"{what} must return a torch tensor, got {type(result).__name__} — "
+        raise CheckFailed(f"{what} must return a torch tensor, got {type(result).__name__}",
                           "build it with torch functions, or wrap a NumPy array in torch.from_numpy")
     if result is not None and not result.is_floating_point():
-        raise CheckFailed(f"{what} returned a tensor of dtype {result.dtype}; it must be floating point")
+        raise CheckFailed(f"{what} returned a tensor of dtype {result.dtype}; it must be floating point",
+                          "make the positions floating point: torch.arange(n, dtype=torch.float32), or "
+                          ".float()")
     return as_array(result, what)
 
 
@@ -58,62 +61,69 @@ def _encoding_mistakes(n: int, d: int, base: float) -> list[tuple[np.ndarray, st
     i = np.arange(d // 2, dtype=float)  # pair index
     j = np.arange(d, dtype=float)  # dimension index
     freqs = base ** (-2 * i / d)
+    interleave = "pe[:, 0::2] = torch.sin(angles), pe[:, 1::2] = torch.cos(angles)"
+    per_pair = ("one frequency per pair, exponents torch.arange(0, d, 2) / d, used for both pe[:, 0::2] "
+                "and pe[:, 1::2]")
     found = [
         (_encoding(p, freqs, first="cos"),
-         "sin and cos are swapped: even dims 2i hold sin(p ω_i), odd dims 2i+1 hold cos(p ω_i) — "
-         "row 0 must be [0, 1, 0, 1, …]"),
+         "sin and cos are swapped: even dims 2i hold sin(p ω_i), odd dims 2i+1 hold cos(p ω_i), so "
+         "row 0 is [0, 1, 0, 1, …]", interleave),
         (_encoding(p, freqs, layout="half"),
          "you put all the sines in the first half and all the cosines in the second (the "
-         "concatenated layout); this course interleaves them: pe[:, 0::2] = sin, pe[:, 1::2] = cos"),
+         "concatenated layout); this course interleaves them, sin on the even dims and cos on the odd",
+         interleave),
         (_encoding(p, freqs, layout="half", first="cos"),
-         "you put all the cosines in the first half and all the sines in the second; interleave "
-         "them instead: pe[:, 0::2] = sin, pe[:, 1::2] = cos"),
+         "you put all the cosines in the first half and all the sines in the second; this course "
+         "interleaves them, sin on the even dims and cos on the odd", interleave),
         (_encoding(p, base ** (-i / d)),
-         "the frequency exponent is i/d with i the pair index; it is 2i/d — for pair i, "
-         "ω_i = base^(−2i/d), i.e. torch.arange(0, d, 2) / d"),
+         "the frequency exponent is i/d with i the pair index; it is 2i/d, so ω_i = base^(−2i/d)",
+         "exponents torch.arange(0, d, 2) / d"),
         (_encoding(p, base ** (-4 * i / d)),
-         "the frequency exponent is twice too large (4i/d): torch.arange(0, d, 2) already counts "
-         "2i, so do not multiply it by 2 again, and divide by d, not d/2"),
+         "the frequency exponent is twice too large (4i/d)",
+         "torch.arange(0, d, 2) already counts 2i: do not multiply it by 2 again, and divide by d, not d/2"),
         (_per_dim_encoding(p, base ** (-j / d)),
          "the exponent uses the dimension index j (base^(j/d)), so dims 2i and 2i+1 turn at "
-         "different frequencies; both dims of pair i share ω_i = base^(−2i/d)"),
+         "different frequencies; both dims of pair i share ω_i = base^(−2i/d)", per_pair),
         (_per_dim_encoding(p, base ** (-2 * j / d)),
-         "the exponent uses 2j/d with j the dimension index; use the pair index i: both dims 2i "
-         "and 2i+1 share ω_i = base^(−2i/d)"),
+         "the exponent uses 2j/d with j the dimension index, not the pair index i: both dims 2i "
+         "and 2i+1 share ω_i = base^(−2i/d)", per_pair),
         (_encoding(p, base ** (2 * i / d)),
-         "the frequencies grow along the dimensions: divide the position by base^(2i/d), "
-         "p / base^(2i/d), do not multiply by it"),
+         "the frequencies grow along the dimensions; they must fall, from 1 radian per position to "
+         "about 1/base", "divide the position by base^(2i/d): p / base^(2i/d), not p * base^(2i/d)"),
         (_encoding(p + 1, freqs),
-         "your positions start at 1; they start at 0, so row 0 is [0, 1, 0, 1, …]"),
+         "your positions start at 1; they start at 0, so row 0 is [0, 1, 0, 1, …]",
+         "positions torch.arange(n_positions)"),
         (_encoding(p, np.ones(d // 2)),
          "every pair turns at 1 radian per position: the exponent came out 0 — integer division "
-         "(2 * i // d)? use true division 2 * i / d"),
+         "(2 * i // d)?", "true division: 2 * i / d"),
     ]
     if base != ref.BASE:
         found.append((_encoding(p, ref.BASE ** (-2 * i / d)),
                       f"the `base` argument is ignored (this is base 10000, it was called with "
-                      f"base={base:g})"))
+                      f"base={base:g})", "base ** (-torch.arange(0, d, 2) / d), with the base argument"))
     return found
 
 
+@hinted
 def check_sinusoidal_encoding(sinusoidal_encoding: Callable, seed: int = 0, n_positions: int = 50,
                               d_model: int = 16, verbose: bool = True) -> None:
     """Check a learner's ``sinusoidal_encoding(n_positions, d_model, base=10000.0)``."""
     rng = np.random.default_rng(seed)
-    hint = ("row 0 must be [0, 1, 0, 1, …]; angles = positions (n, 1) * ω (1, d/2) with "
+    fix = ("row 0 must be [0, 1, 0, 1, …]; angles = positions (n, 1) * ω (1, d/2) with "
             "ω_i = base^(−2i/d); pe[:, 0::2] = sin(angles), pe[:, 1::2] = cos(angles)")
 
     def run(n, d, base=None):
         args, kwargs = (n, d), ({} if base is None else {"base": base})
         label = f"sinusoidal_encoding({n}, {d}" + ("" if base is None else f", base={base:g}") + ")"
-        got = _tensor(call(sinusoidal_encoding, *args, what=label, **kwargs), label)
+        got = _tensor(call(sinusoidal_encoding, *args, what=label, fix=fix, **kwargs), label)
         if got.shape == (d, n) and n != d:
             raise CheckFailed(f"{label} has shape {got.shape}: transposed — one row per position, "
-                              f"shape (n_positions, d_model) = ({n}, {d})")
-        expect_shape(got, (n, d), label, "one row per position, one column per dimension")
+                              f"shape (n_positions, d_model) = ({n}, {d})",
+                              "angles = positions[:, None] * frequencies[None, :], (n, 1) times (1, d/2)")
+        expect_shape(got, (n, d), label, "one row per position, one column per dimension", fix)
         b = ref.BASE if base is None else base
         expect_close(got, ref.sinusoidal_encoding(n, d, b).double().numpy(), label,
-                     _encoding_mistakes(n, d, b), f"seed={seed}", hint, rtol=RTOL, atol=ATOL)
+                     _encoding_mistakes(n, d, b), f"seed={seed}", fix, rtol=RTOL, atol=ATOL)
 
     run(n_positions, d_model)
     n2, d2 = int(rng.integers(5, 40)), 2 * int(rng.integers(2, 17))
@@ -170,49 +180,50 @@ def _rope_mistakes(x: torch.Tensor, positions: torch.Tensor, base: float,
     right = _angles(positions, freqs)
     direction = ("the contract turns (x_2i, x_2i+1) into (x_2i cos θ − x_2i+1 sin θ, "
                  "x_2i sin θ + x_2i+1 cos θ)")
+    angle = "θ = p · base^(−2i/d) for pair i: exponents torch.arange(0, d, 2) / d"
     found = [
-        (x.double().numpy(), "x came back unrotated — every pair (2i, 2i+1) at position p must "
-                             "turn by θ = p · base^(−2i/d)"),
+        (x.double().numpy(), "x came back unrotated: every pair (2i, 2i+1) at position p must "
+                             "turn by θ = p · base^(−2i/d)", direction),
         (_rotate(x, _angles(positions, freqs, layout="halves"), half=True),
          "you paired dim i with dim i + d/2 (the 'rotate_half' layout of GPT-NeoX and Hugging "
-         "Face Llama); this exercise pairs neighbours (2i, 2i+1): x[..., 0::2] with x[..., 1::2]"),
-        (_rotate(x, right, sign=-1.0), f"you rotated by −θ (the other direction): {direction}"),
-        (_rotate(x, right, swap=True), f"cos and sin are swapped: {direction}"),
+         "Face Llama); this exercise pairs neighbours (2i, 2i+1)", "x[..., 0::2] with x[..., 1::2]"),
+        (_rotate(x, right, sign=-1.0), "you rotated by −θ (the other direction)", direction),
+        (_rotate(x, right, swap=True), "cos and sin are swapped", direction),
         (_rotate(x, right, scatter_half=True),
-         "each pair is rotated correctly but written back as [all evens, all odds]; put the "
-         "results back in place: out[..., 0::2] = …, out[..., 1::2] = …"),
+         "each pair is rotated correctly but written back as [all evens, all odds], not in its place",
+         "out[..., 0::2] = …, out[..., 1::2] = …"),
         (_rotate(x, _angles(positions, freqs, layout="halves")),
          "the cos/sin tables are laid out in two halves (torch.cat((θ, θ)) or .repeat(2)), the "
          "layout of the rotate_half variant; with neighbour pairs each angle must serve dims 2i "
-         "and 2i+1 (repeat_interleave(2)), or work on the pairs x[..., 0::2], x[..., 1::2] directly"),
+         "and 2i+1", "repeat_interleave(2), or work on the pairs x[..., 0::2], x[..., 1::2] directly"),
         (_rotate(x, _angles(positions, base ** (-i / d))),
-         "the frequency exponent is i/d with i the pair index; it is 2i/d — θ = p · base^(−2i/d), "
-         "i.e. torch.arange(0, d, 2) / d"),
+         "the frequency exponent is i/d with i the pair index; it is 2i/d", angle),
         (_rotate(x, _angles(positions, base ** (-4 * i / d))),
-         "the frequency exponent is twice too large (4i/d): torch.arange(0, d, 2) already counts "
-         "2i, and the denominator is d, not d/2"),
+         "the frequency exponent is twice too large (4i/d)",
+         "torch.arange(0, d, 2) already counts 2i, and the denominator is d, not d/2"),
         (_rotate(x, _angles(positions, base ** (2 * i / d))),
-         "the frequencies grow along the pairs: the angle is p · base^(−2i/d) = p / base^(2i/d)"),
+         "the frequencies grow along the pairs; they must fall", "θ = p · base^(−2i/d) = p / base^(2i/d)"),
         (_rotate(x, _angles(positions + 1, freqs)),
-         "your positions are shifted by one" + ("" if explicit else " — by default they start at 0")),
+         "your positions are shifted by one" + ("" if explicit else " — by default they start at 0"),
+         "use positions as given, or torch.arange(n) when it is None"),
     ]
     if explicit:
-        found.append((_rotate(x, _angles(torch.arange(n), freqs)),
-                      "the `positions` argument is ignored: rotate position k of the sequence by "
-                      "positions[k], not by k"))
+        found.append((_rotate(x, _angles(torch.arange(n), freqs)), "the `positions` argument is ignored",
+                      "rotate position k of the sequence by positions[k], not by k"))
     if base != ref.BASE:
         found.append((_rotate(x, _angles(positions, ref.BASE ** (-2 * i / d))),
                       f"the `base` argument is ignored (this is base 10000; it was called with "
-                      f"base={base:g})"))
+                      f"base={base:g})", "base ** (-torch.arange(0, d, 2) / d), with the base argument"))
     return found
 
 
 @with_course_callees("sinusoidal_encoding")
+@hinted
 def check_rope(rope: Callable, seed: int = 0, n: int = 6, d: int = 8, verbose: bool = True) -> None:
     """Check a learner's ``rope(x, positions=None, base=10000.0)`` against the reference."""
     gen = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
-    hint = ("for pair i = 0 … d/2 − 1 at position p: θ = p · base^(−2i/d); "
+    fix = ("for pair i = 0 … d/2 − 1 at position p: θ = p · base^(−2i/d); "
             "out[..., 0::2] = x[..., 0::2] cos θ − x[..., 1::2] sin θ, "
             "out[..., 1::2] = x[..., 0::2] sin θ + x[..., 1::2] cos θ; positions index the "
             "second-to-last axis (n)")
@@ -227,16 +238,17 @@ def check_rope(rope: Callable, seed: int = 0, n: int = 6, d: int = 8, verbose: b
                  + ("" if positions is None else f", positions={positions.tolist()}")
                  + ("" if base is None else f", base={base:g}") + ")")
         original = x.clone()
-        got = _tensor(call(rope, x, what=label, hint=hint, **kwargs), label)
+        got = _tensor(call(rope, x, what=label, fix=fix, **kwargs), label)
         if not torch.equal(x, original):
-            raise CheckFailed(f"{label} changed x in place — write the rotated values into a new "
-                              "tensor (torch.empty_like(x), torch.stack, torch.cat)")
-        expect_shape(got, tuple(x.shape), label, "rope returns a tensor of the same shape as x")
+            raise CheckFailed(f"{label} changed x in place — the caller's x is overwritten",
+                              "write the rotated values into a new tensor (torch.empty_like(x), torch.stack, "
+                              "torch.cat)")
+        expect_shape(got, tuple(x.shape), label, "rope returns a tensor of the same shape as x", fix)
         pos = torch.arange(x.shape[-2]) if positions is None else positions
         b = ref.BASE if base is None else base
         want = ref.rope(x.double(), pos, b).numpy()
         expect_close(got, want, label, _rope_mistakes(x, pos, b, positions is not None),
-                     f"seed={seed}", hint, rtol=RTOL, atol=ATOL)
+                     f"seed={seed}", fix, rtol=RTOL, atol=ATOL)
 
     run(torch.randn(n, d, generator=gen))
     run(torch.randn(2, 3, n, d, generator=gen))  # (B, H, n, d)

@@ -1,6 +1,7 @@
 """What a class got wrong: one label per failed grade cell, counted over the class.
 
-A failing check names the likely mistake in its message, "<what> (context): <diagnosis> — <fix>".
+A failing check names the likely mistake in its message, "<what> (context): <diagnosis> — <why>"
+(how to fix it is kept for ``hint()``; the message only says that it is there).
 ``mistake_of`` reduces such a message to its diagnosis without the numbers of the random
 inputs, so that two students who made the same mistake get the same label. ``class_tables``
 puts every student of the class in exactly one column per grade cell (full, partial, wrong,
@@ -87,7 +88,7 @@ def mistake_of(ename: str, evalue: str) -> str:
     if _QUIZ_FORMAT.search(first):
         return "answer not in the expected format"
     if " differs from the reference" in first or "\n  hint: " in text:
-        return GENERIC  # checks give a hint only when no known mistake matched
+        return GENERIC  # no known mistake matched (older checks then added "hint:" to the message)
     if " contains NaN or inf " in first:
         return "NaN or inf where the result is finite"
     if _SHAPE.search(first):

@@ -33,6 +33,7 @@ from IPython.display import Markdown, display
 
 from helpers import recurrence as reference
 from helpers import sentiment
+from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.recurrence import check_gradient_by_position, check_rnn_forward
 from helpers.models import LABELS, build, n_parameters

@@ -35,6 +35,7 @@ from helpers.checks import (
     check_softmax,
     expect_close,
     fresh_seeds,
+    hint,  # after a failing check, hint() shows how to fix it
     quiet,
 )
 from helpers.plots import plot_lookup, plot_sharpening, plot_weights

@@ -36,6 +36,7 @@ from helpers.checks import (
     check_softmax_jacobian,
     expect_close,
     fresh_seeds,
+    hint,  # after a failing check, hint() shows how to fix it
     quiet,
 )
 from helpers.checks.scaling import std_rel_error

@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers import masking as reference
+from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import as_array, expect_close, fresh_seeds, quiet
 from helpers.checks.masking import (
     check_attention_matrix_bytes,

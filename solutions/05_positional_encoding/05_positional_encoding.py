@@ -36,6 +36,7 @@ from IPython.display import display
 
 from helpers import positional as reference
 from helpers.attention import self_attention  # the NumPy self-attention of lesson 02
+from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.positional import check_rope, check_sinusoidal_encoding
 from helpers.plots import plot_weights

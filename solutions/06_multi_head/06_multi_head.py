@@ -34,6 +34,7 @@ from torch import nn
 
 from helpers import heads as reference
 from helpers import training
+from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import as_array, expect_close, fresh_seeds, quiet
 from helpers.checks.heads import (
     check_merge_heads,

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers import cost as reference
+from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.cost import (
     check_layer_macs,

@@ -37,6 +37,7 @@ from torch import nn
 
 from helpers import image_task, vision
 from helpers import patches as reference
+from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.patches import check_conv_to_linear, check_n_tokens, check_patchify
 from helpers.patches import (

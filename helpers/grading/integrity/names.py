@@ -9,7 +9,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .rules import DATA_CALLS, FRAME_PATHS, GRADER_MODULES, GRADER_NAMES, GRADER_PREFIXES
+from .rules import DATA_CALLS, FRAME_PATHS, GRADER_MODULES, GRADER_NAMES, GRADER_PREFIXES, LEARNER_NAMES
 
 
 def root_of(node: ast.AST) -> ast.AST:
@@ -124,7 +124,8 @@ class Namespace:
         for tree in locked:
             for name, path, _ in imported(tree):
                 ns.expected[name] = ns.modules[name] = path
-                if name.startswith(GRADER_PREFIXES) or path.startswith(("helpers.checks", "helpers.quiz")):
+                checks = path.startswith(("helpers.checks", "helpers.quiz"))
+                if (checks or name.startswith(GRADER_PREFIXES)) and name not in LEARNER_NAMES:
                     ns.grader.add(name)
             ns.setup |= _bound(tree)
         for name, path in GRADER_MODULES.items():

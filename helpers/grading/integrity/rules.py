@@ -13,6 +13,8 @@ from collections.abc import Iterable
 
 # Names the grade cells rely on, besides the checks the release's locked cells import.
 GRADER_NAMES = {"quiet", "fresh_seeds", "reference", "CheckFailed"}
+# Imported from the checks for the learner alone: no grade cell calls them.
+LEARNER_NAMES = {"hint"}
 GRADER_PREFIXES = ("check_", "grade_", "expect_")
 GRADER_MODULES = {"np": "numpy", "torch": "torch"}
 BUILTIN_NAMES = {n for n in dir(builtins) if not n.startswith("_")} | {"__import__", "__build_class__"}

@@ -1,0 +1,140 @@
+"""What a learner sees when a check fails.
+
+Hints come in two steps. The message names the mistake and says why it is wrong; how to fix
+it (the line to write, the recipe) is kept back until the learner calls ``hint()``, which
+prints the fix of the last check that failed. In IPython and Jupyter a failure shows the
+learner's cells and functions only, never the checks' own code; when the learner's function
+raised inside a check, its own frames and error are shown, with one line that says which call
+of the check raised it. nbgrader records the message itself as the error's value.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+HINT_LINE = "\n  call hint() for the fix"
+# Frames of these files are the checks' own machinery: a learner never needs to read them.
+_HERE = Path(__file__).resolve().parent
+_CHECKER_FILES = (str(_HERE) + os.sep, str(_HERE.parent / "quiz.py"))
+
+
+class CheckFailed(AssertionError):
+    """A check found a wrong result: the message names the likely mistake and why it is wrong.
+
+    ``fix`` says how to put it right; it is not part of the message (``hint()`` prints it).
+    ``crash`` is the learner's own exception when their function raised inside the check, and
+    ``note`` says which of the check's calls raised it.
+    """
+
+    def __init__(self, message: str, fix: str = "", crash: BaseException | None = None, note: str = ""):
+        super().__init__(message + (HINT_LINE if fix else ""))
+        self.message, self.fix, self.crash, self.note = message, fix, crash, note
+        self.exercise = ""  # set by the check that raised it (``hinted``)
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython and Jupyter show: the learner's frames and the message, no checker frames.
+
+        When the learner's function raised, its own frames and error come first, then one line
+        that says on which of the check's inputs.
+        """
+        try:
+            return _render(self)
+        except Exception:  # never lose the message over the way it is shown
+            return [f"{type(self).__name__}: {self}"]
+
+
+def _visible(tb: TracebackType | None) -> list[TracebackType]:
+    """The entries of ``tb`` a learner should see: not the checks' own, not IPython's."""
+    import IPython
+
+    ipython = str(Path(IPython.__file__).resolve().parent) + os.sep
+    hidden = (*_CHECKER_FILES, ipython)
+    entries = []
+    while tb is not None:
+        filename = str(Path(tb.tb_frame.f_code.co_filename).resolve())
+        if not filename.startswith(hidden):
+            entries.append(tb)
+        tb = tb.tb_next
+    return entries
+
+
+def _chain(entries: list[TracebackType]) -> TracebackType | None:
+    """A new traceback made of ``entries``, outermost first."""
+    tb = None
+    for entry in reversed(entries):
+        tb = TracebackType(tb, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return tb
+
+
+def _render(err: CheckFailed) -> list[str]:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    entries = _visible(err.__traceback__)
+    if err.crash is not None:
+        shown = err.crash
+        entries += _visible(err.crash.__traceback__)
+    else:
+        shown = err
+        err.__cause__, err.__suppress_context__ = None, True  # the check's own inner errors stay hidden
+    tb = _chain(entries)
+    if shell is not None:
+        lines = shell.InteractiveTB.structured_traceback(type(shown), shown, tb, tb_offset=0)
+    else:
+        lines = traceback.format_exception(type(shown), shown, tb)
+    if err.crash is not None:
+        by = f"check_{err.exercise}" if err.exercise else "the check"
+        lines.append(f"(raised while {by} called {err.note})" + (HINT_LINE if err.fix else ""))
+    return lines
+
+
+# The last failure of each exercise's check, the most recent last: what ``hint()`` explains.
+_FAILURES: dict[str, CheckFailed] = {}
+
+
+def hinted(check: Callable) -> Callable:
+    """Decorate a ``check_<exercise>``: when it fails, ``hint()`` can give the fix; when it passes,
+    there is nothing left to hint for that exercise."""
+    exercise = check.__name__.removeprefix("check_")
+
+    @functools.wraps(check)
+    def checked(*args, **kwargs):
+        try:
+            result = check(*args, **kwargs)
+        except CheckFailed as err:
+            err.exercise = err.exercise or exercise
+            _FAILURES.pop(exercise, None)
+            _FAILURES[exercise] = err
+            raise
+        _FAILURES.pop(exercise, None)
+        return result
+
+    return checked
+
+
+def hint(exercise: str | None = None) -> None:
+    """Print how to fix what the last failing check found — or, given an exercise's name
+    (``hint("masked_attention")``), what its check found last."""
+    if exercise is not None:
+        exercise = exercise.removeprefix("check_").removesuffix("_tests")
+        err = _FAILURES.get(exercise)
+        if err is None:
+            print(f"check_{exercise} has not failed since the kernel started (or it passes now): "
+                  "nothing to hint.")
+            return
+    elif _FAILURES:
+        exercise, err = list(_FAILURES.items())[-1]
+    else:
+        print("No check has failed since the kernel started (or they all pass now): nothing to hint.")
+        return
+    print(f"check_{exercise} said: {err.message}")
+    if err.fix:
+        print(f"\nHow to fix it: {err.fix}")
+    else:
+        print("\nThere is no more to add: compare what the message describes with the exercise's "
+              "instructions.")
