@@ -62,8 +62,12 @@ def watching(fn: Callable, name: str) -> Iterator[list[str]]:
 
 
 def check_own_work(fn: Callable, check: Callable, name: str | None = None) -> None:
-    """Run ``check(fn)`` once more and fail if ``fn`` delegated to the course's own version of itself."""
-    name = name or getattr(fn, "__name__", "")
+    """Run ``check(fn)`` once more and fail if ``fn`` delegated to the course's own version of itself.
+
+    The exercise is named by the check (``check_attention`` checks ``attention``) unless ``name``
+    is given: what the learner called their function does not matter.
+    """
+    name = name or getattr(inspect.unwrap(check), "__name__", "").removeprefix("check_")
     if name not in COURSE_MODULES:
         raise ValueError(f"no course implementation of {name!r}; known: {', '.join(COURSE_MODULES)}")
     with watching(fn, name) as seen:

@@ -85,7 +85,8 @@ check_rnn_forward(rnn_forward)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(rnn_forward, check_rnn_forward)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(rnn_forward, check_rnn_forward, "rnn_forward")
 for seed, shape in zip(fresh_seeds(3), [(1, 2, 5), (12, 6, 3), (40, 8, 8)]):
     check_rnn_forward(rnn_forward, seed, *shape, verbose=False)
 _seed = fresh_seeds(1)[0]
@@ -215,7 +216,8 @@ check_gradient_by_position(gradient_by_position)
 from helpers import recurrence as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(gradient_by_position, check_gradient_by_position)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(gradient_by_position, check_gradient_by_position, "gradient_by_position")
 for seed, (T, d) in zip(fresh_seeds(3), [(1, 4), (12, 3), (30, 16)]):
     check_gradient_by_position(gradient_by_position, seed, T, d, verbose=False)
 torch.manual_seed(fresh_seeds(1)[0] % 2**31)

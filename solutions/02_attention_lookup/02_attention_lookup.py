@@ -108,7 +108,8 @@ check_softmax(softmax)
 from helpers import attention as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(softmax, check_softmax)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(softmax, check_softmax, "softmax")
 for seed in fresh_seeds(3):
     check_softmax(softmax, seed=seed, shape=(7, 3), verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -168,7 +169,8 @@ check_attention(attention)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(attention, check_attention)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(attention, check_attention, "attention")
 import torch  # noqa: E402 -- an independent reference: PyTorch's fused attention
 
 # The calls below use the course's softmax, as the check does: one mistake, one charge.
@@ -260,7 +262,8 @@ check_self_attention(self_attention)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(self_attention, check_self_attention)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(self_attention, check_self_attention, "self_attention")
 # The calls below use the course's attention and softmax, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 

@@ -99,7 +99,8 @@ check_score_std(score_std)
 from helpers import scaling as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(score_std, check_score_std)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(score_std, check_score_std, "score_std")
 _rng = np.random.default_rng(fresh_seeds(1)[0])
 for seed in fresh_seeds(2):
     check_score_std(score_std, seed=seed, d_k=int(_rng.integers(8, 129)), verbose=False)
@@ -194,7 +195,8 @@ check_entropy(entropy)
 from helpers import scaling as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(entropy, check_entropy)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(entropy, check_entropy, "entropy")
 for seed, shape in zip(fresh_seeds(2), [(3, 7), (6, 4)]):
     check_entropy(entropy, seed=seed, shape=shape, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -255,7 +257,8 @@ check_softmax_jacobian(softmax_jacobian)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(softmax_jacobian, check_softmax_jacobian)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(softmax_jacobian, check_softmax_jacobian, "softmax_jacobian")
 _rng = np.random.default_rng(fresh_seeds(1)[0])
 for seed in fresh_seeds(2):
     check_softmax_jacobian(softmax_jacobian, seed=seed, n=int(_rng.integers(2, 12)), verbose=False)

@@ -90,7 +90,8 @@ check_causal_mask(causal_mask)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(causal_mask, check_causal_mask)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(causal_mask, check_causal_mask, "causal_mask")
 for seed in fresh_seeds(2):
     check_causal_mask(causal_mask, seed=seed, verbose=False)
 _n = int(np.random.default_rng(fresh_seeds(1)[0]).integers(20, 60))
@@ -164,7 +165,8 @@ check_padding_mask(padding_mask)
 from helpers import masking as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(padding_mask, check_padding_mask)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(padding_mask, check_padding_mask, "padding_mask")
 for seed in fresh_seeds(2):
     check_padding_mask(padding_mask, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -243,7 +245,8 @@ check_masked_attention(masked_attention)
 from helpers import masking as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(masked_attention, check_masked_attention)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(masked_attention, check_masked_attention, "masked_attention")
 for seed, shape in zip(fresh_seeds(3), [((), 3, 8, 2, 4), ((5,), 1, 4, 6, 6), ((2, 2, 2), 7, 3, 3, 1)]):
     check_masked_attention(masked_attention, seed, *shape, verbose=False)
 _g = torch.Generator().manual_seed(fresh_seeds(1)[0])
@@ -474,7 +477,8 @@ check_causal_attention_with_cache(causal_attention_with_cache)
 from helpers import masking as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(causal_attention_with_cache, check_causal_attention_with_cache)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(causal_attention_with_cache, check_causal_attention_with_cache, "causal_attention_with_cache")
 # The calls below use the course's masked_attention and causal_mask, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 
@@ -547,7 +551,8 @@ check_attention_matrix_bytes(attention_matrix_bytes)
 from helpers import masking as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(attention_matrix_bytes, check_attention_matrix_bytes)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(attention_matrix_bytes, check_attention_matrix_bytes, "attention_matrix_bytes")
 for seed in fresh_seeds(2):
     check_attention_matrix_bytes(attention_matrix_bytes, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])

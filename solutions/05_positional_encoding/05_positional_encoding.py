@@ -162,7 +162,8 @@ check_sinusoidal_encoding(sinusoidal_encoding)
 from helpers import positional as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(sinusoidal_encoding, check_sinusoidal_encoding)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(sinusoidal_encoding, check_sinusoidal_encoding, "sinusoidal_encoding")
 _rng = np.random.default_rng(fresh_seeds(1)[0])
 for seed in fresh_seeds(3):
     check_sinusoidal_encoding(sinusoidal_encoding, seed=seed, n_positions=int(_rng.integers(1, 120)),
@@ -389,7 +390,8 @@ check_rope(rope)
 from helpers import positional as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(rope, check_rope)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(rope, check_rope, "rope")
 # The calls below use the course's sinusoidal_encoding, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 

@@ -151,7 +151,8 @@ check_split_heads(split_heads)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(split_heads, check_split_heads)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(split_heads, check_split_heads, "split_heads")
 for seed in fresh_seeds(3):
     check_split_heads(split_heads, seed=seed, verbose=False)
 _g = torch.Generator().manual_seed(fresh_seeds(1)[0])
@@ -183,7 +184,8 @@ check_merge_heads(merge_heads)
 from helpers import heads as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(merge_heads, check_merge_heads)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(merge_heads, check_merge_heads, "merge_heads")
 for seed in fresh_seeds(3):
     check_merge_heads(merge_heads, seed=seed, verbose=False)
 _g = torch.Generator().manual_seed(fresh_seeds(1)[0])
@@ -249,7 +251,8 @@ check_multi_head_attention(multi_head_attention)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(multi_head_attention, check_multi_head_attention)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(multi_head_attention, check_multi_head_attention, "multi_head_attention")
 # The calls below use the course's split_heads and merge_heads, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 

@@ -128,7 +128,8 @@ check_layer_norm(layer_norm)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(layer_norm, check_layer_norm)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(layer_norm, check_layer_norm, "layer_norm")
 for _seed, _shape in zip(fresh_seeds(3), [(1, 1, 5), (4, 7, 16), (2, 3, 64)]):
     check_layer_norm(layer_norm, seed=_seed, shape=_shape, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -181,7 +182,8 @@ check_feed_forward(feed_forward)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(feed_forward, check_feed_forward)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(feed_forward, check_feed_forward, "feed_forward")
 for _seed, _shape, _f in zip(fresh_seeds(3), [(1, 1, 3), (4, 6, 8), (7, 5)], [1, 32, 20]):
     check_feed_forward(feed_forward, seed=_seed, shape=_shape, d_ff=_f, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -273,7 +275,8 @@ check_encoder_block(encoder_block)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(encoder_block, check_encoder_block)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(encoder_block, check_encoder_block, "encoder_block")
 # The calls below use the course's layer_norm and feed_forward, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 

@@ -128,7 +128,8 @@ check_layer_macs(layer_macs)
 from helpers import cost as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(layer_macs, check_layer_macs)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(layer_macs, check_layer_macs, "layer_macs")
 for seed in fresh_seeds(3):
     check_layer_macs(layer_macs, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -159,7 +160,8 @@ check_score_share(score_share)
 from helpers import cost as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(score_share, check_score_share)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(score_share, check_score_share, "score_share")
 # The calls below use the course's layer_macs, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 
@@ -266,7 +268,8 @@ check_online_softmax_attention(online_softmax_attention)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(online_softmax_attention, check_online_softmax_attention)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(online_softmax_attention, check_online_softmax_attention, "online_softmax_attention")
 _seeds = fresh_seeds(4)
 for _seed, _shape in zip(_seeds, [((), 3, 29, 16, 2), ((4,), 11, 64, 4, 9), ((2, 2), 1, 45, 6, 6)]):
     check_online_softmax_attention(online_softmax_attention, _seed, *_shape, verbose=False)

@@ -136,7 +136,8 @@ check_patchify(patchify)
 ### BEGIN HIDDEN TESTS
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(patchify, check_patchify)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(patchify, check_patchify, "patchify")
 for seed in fresh_seeds(2):
     check_patchify(patchify, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -196,7 +197,8 @@ check_n_tokens(n_tokens)
 from helpers import patches as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(n_tokens, check_n_tokens)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(n_tokens, check_n_tokens, "n_tokens")
 for seed in fresh_seeds(2):
     check_n_tokens(n_tokens, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -277,7 +279,8 @@ check_conv_to_linear(conv_to_linear)
 from helpers import patches as reference  # noqa: E402 -- the course's own, for comparing
 from helpers.checks.own_work import check_own_work  # noqa: E402
 
-check_own_work(conv_to_linear, check_conv_to_linear)  # delegating to the course's own scores 0
+# a function that hands its work to the course's own version scores 0
+check_own_work(conv_to_linear, check_conv_to_linear, "conv_to_linear")
 # The calls below use the course's patchify, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 
