@@ -25,8 +25,6 @@
 # fails, its message names the most likely mistake.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
-import math
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
