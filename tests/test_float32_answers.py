@@ -55,6 +55,14 @@ EXERCISE = {"rnn_torch": "rnn_forward", "grad_float32": "gradient_by_position", 
             "online_float32_inside": "online_softmax_attention"}
 
 
+@pytest.fixture(autouse=True)
+def course_based_answers_allowed(monkeypatch):
+    """Several float32 answers here are the course's implementation run in float32: what these tests
+    measure is the tolerance, not who did the work, so the own-work guard is off
+    (tests/test_own_work.py tests it)."""
+    monkeypatch.setattr("helpers.checks.own_work.check_own_work", lambda *args, **kwargs: None)
+
+
 @pytest.mark.parametrize("lesson, answer, runs", FLOAT32_ANSWERS, ids=lambda v: getattr(v, "__name__", None))
 def test_a_float32_answer_keeps_its_points(lesson, answer, runs):
     name = EXERCISE[answer.__name__]

@@ -408,9 +408,9 @@ def test_added_cells_are_scanned_and_named_by_position():
 
 def test_edited_course_cells_report_only_what_the_student_added():
     nb = submission()
-    i = next(i for i, c in enumerate(nb.cells) if "reference.attention(Q, K, V)" in c.source)
+    i = next(i for i, c in enumerate(nb.cells) if "w_example = attention(Q, K, V)" in c.source)
     nb.cells[i].source += "\nprint(w_example.sum(axis=-1))"
-    assert scan(nb) == []  # the course's own use of the reference is not the student's
+    assert scan(nb) == []  # what the released cell already did is not the student's
     nb.cells[i].source += "\nnp.allclose = lambda *a, **k: True"
     (finding,) = scan(nb)
     assert (finding.cell, finding.kind) == (f"cell {i + 1}", "monkeypatch")

@@ -31,13 +31,13 @@ import numpy as np
 import torch
 from IPython.display import Markdown, display
 
-from helpers import recurrence as reference
 from helpers import sentiment
 from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.recurrence import check_gradient_by_position, check_rnn_forward
 from helpers.models import LABELS, build, n_parameters
 from helpers.quiz import check_choice, grade_choice
+from helpers.recurrence import gradient_profile
 from helpers.recurrence_plots import plot_gradient_by_distance, plot_lengths, plot_paths
 from helpers.training import accuracy_ranges, load_results, results_markdown, run_experiment
 
@@ -84,6 +84,10 @@ def rnn_forward(x, w_x, w_h, b, h0=None):
 # %% nbgrader={"grade": true, "grade_id": "rnn_forward_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_rnn_forward(rnn_forward)
 ### BEGIN HIDDEN TESTS
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(rnn_forward, check_rnn_forward, "rnn_forward")
 for seed, shape in zip(fresh_seeds(3), [(1, 2, 5), (12, 6, 3), (40, 8, 8)]):
     check_rnn_forward(rnn_forward, seed, *shape, verbose=False)
 _seed = fresh_seeds(1)[0]
@@ -191,8 +195,9 @@ print(f"reviews whose deciding adjective is the very last word: {last_decides:.1
 # tensor to a scalar tensor; return the `(T,)` tensor whose entry `t` is the L2 norm of
 # `∂f/∂x_t` (row `t` of the gradient). Three rules:
 #
-# - work on a copy, `x.detach().clone().requires_grad_(True)`: the caller's `x` must come back
-#   untouched — no `requires_grad`, no `.grad`, same values;
+# - the caller's `x` must come back untouched — no `requires_grad`, no `.grad`, same values — so
+#   take the gradient with respect to a fresh copy of it that is cut off from any graph `x` is
+#   part of (which tensor methods detach, copy, and switch gradients on?);
 # - `torch.autograd.grad(output, inputs)` returns the gradient without storing it anywhere;
 # - return the norms detached from the graph (they are measurements, not part of a model).
 
@@ -209,6 +214,11 @@ def gradient_by_position(f, x):
 # %% nbgrader={"grade": true, "grade_id": "gradient_by_position_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_gradient_by_position(gradient_by_position)
 ### BEGIN HIDDEN TESTS
+from helpers import recurrence as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(gradient_by_position, check_gradient_by_position, "gradient_by_position")
 for seed, (T, d) in zip(fresh_seeds(3), [(1, 4), (12, 3), (30, 16)]):
     check_gradient_by_position(gradient_by_position, seed, T, d, verbose=False)
 torch.manual_seed(fresh_seeds(1)[0] % 2**31)
@@ -234,13 +244,14 @@ assert not _emb.requires_grad and _emb.grad is None, "gradient_by_position must 
 #   in front of the review (lessons 02 to 07 take it apart).
 #
 # For long reviews (8 fillers and a distractor), the gradient of each model's logit with
-# respect to every word's embedding, divided by the last word's, by distance from the end. The
-# cell uses the course's reference `gradient_by_position`; yours gives the same numbers.
+# respect to every word's embedding, divided by the last word's, by distance from the end,
+# measured with **your** `gradient_by_position` (`helpers.recurrence.gradient_profile` feeds it
+# the models and the reviews).
 
 # %%
 for name in ("rnn", "lstm", "attention"):
     print(f"{LABELS[name]:<22} {n_parameters(build(name)):>6,} parameters")
-before = reference.gradient_profile(seeds=(0, 1, 2), n_reviews=10)
+before = gradient_profile(seeds=(0, 1, 2), n_reviews=10, grad_fn=gradient_by_position)
 plot_gradient_by_distance(before, mark=40)
 plt.show()
 for name in before.ratios:
@@ -287,7 +298,7 @@ for name, by_set in ranges.items():
 # before training:
 
 # %%
-after = reference.gradient_profile(seeds=(0, 1, 2), n_reviews=10, trained=True)
+after = gradient_profile(seeds=(0, 1, 2), n_reviews=10, trained=True, grad_fn=gradient_by_position)
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True, layout="constrained")
 plot_gradient_by_distance(before, ax=axes[0], title="before training")
 plot_gradient_by_distance(after, ax=axes[1], title="after training")

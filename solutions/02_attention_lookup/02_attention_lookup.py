@@ -27,7 +27,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from helpers import attention as reference
 from helpers.calculator import lookup_steps
 from helpers.checks import (
     check_attention,
@@ -84,11 +83,9 @@ logits = np.array([1000.0, 999.0, 998.0])
 with np.errstate(over="ignore", invalid="ignore"):  # keep NumPy's warnings off the page
     print("exp(logits)          :", np.exp(logits))
     print("literal softmax      :", np.exp(logits) / np.exp(logits).sum())
-shifted = logits - logits.max()
-print("after subtracting max:", np.exp(shifted) / np.exp(shifted).sum())
 
 # %% [markdown]
-# Subtracting the maximum changes nothing mathematically — $e^{z_j - m} / \sum_i e^{z_i - m}$
+# The cure is to subtract the largest logit first. That changes nothing mathematically — $e^{z_j - m} / \sum_i e^{z_i - m}$
 # cancels the $e^{-m}$ — but the largest exponent becomes $e^0 = 1$, so nothing overflows.
 #
 # **Exercise 1 (3 points).** Write `softmax(x, axis=-1)` for a NumPy array of any shape,
@@ -109,6 +106,11 @@ def softmax(x, axis=-1):
 # %% nbgrader={"grade": true, "grade_id": "softmax_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_softmax(softmax)
 ### BEGIN HIDDEN TESTS
+from helpers import attention as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(softmax, check_softmax, "softmax")
 for seed in fresh_seeds(3):
     check_softmax(softmax, seed=seed, shape=(7, 3), verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -123,6 +125,12 @@ with quiet():
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# Your softmax on the logits that broke the literal formula:
+
+# %%
+print("your softmax:", softmax(logits))
+
+# %% [markdown]
 # ## A worked example: three tokens
 #
 # Take three tokens of a monitoring log — *voltage*, *spike*, *alarm* — with `d_k = d_v = 2`.
@@ -135,26 +143,16 @@ Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])    # (n, d_k)
 K = Q.copy()                                           # (n, d_k): here the same as Q
 V = np.array([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]])  # (n, d_v)
 
-scores = Q @ K.T                       # (n, n): row i = query i against every key
-scaled = scores / np.sqrt(K.shape[1])  # divide by √d_k = √2
-weights = softmax(scaled, axis=-1)     # each row sums to 1
-output = weights @ V                   # (n, d_v)
-print("raw scores of 'voltage':   ", scores[0])
-print("scaled by 1/√2:            ", scaled[0])
-print("weights of 'voltage':      ", weights[0], " sum =", weights[0].sum())
-print("output of 'voltage':       ", output[0])
-
 # %% [markdown]
-# Read the first row: *voltage*'s query matches its own key and *alarm*'s equally well (raw
-# score 1 each), and *spike*'s not at all (0). After scaling and the softmax, *voltage* gives
-# weight 0.401 to itself, 0.198 to *spike* and 0.401 to *alarm*, so its output is
-# `0.401·[10, 0] + 0.198·[0, 10] + 0.401·[5, 5] ≈ [6.017, 3.983]`: mostly its own value,
-# pulled towards *alarm*'s. Even a zero score keeps a fifth of the weight — softmax never
-# switches a key fully off.
+# Before writing any code, work out *voltage*'s row with pen and paper: its raw scores against
+# the three keys, the same scores divided by `√d_k = √2`, the softmax of those, and the weighted
+# sum of the value rows. Which token gets the least weight, and is it zero? Keep your numbers:
+# your function will reproduce them just after the exercise.
 #
 # **Exercise 2 (4 points).** Write `attention(q, k, v)` for `q (n_q, d_k)`, `k (n_k, d_k)`,
 # `v (n_k, d_v)`, returning `(output, weights)` with shapes `(n_q, d_v)` and `(n_q, n_k)`.
 # Use your `softmax`. Watch the three widths: `n_q`, `n_k`, `d_k` and `d_v` may all differ.
+# Results have the dtype of NumPy's arithmetic on the inputs (float64 for the examples here).
 
 # %% nbgrader={"grade": false, "grade_id": "attention", "locked": false, "schema_version": 3, "solution": true}
 def attention(q, k, v):
@@ -170,6 +168,10 @@ def attention(q, k, v):
 # %% nbgrader={"grade": true, "grade_id": "attention_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 check_attention(attention)
 ### BEGIN HIDDEN TESTS
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(attention, check_attention, "attention")
 import torch  # noqa: E402 -- an independent reference: PyTorch's fused attention
 
 # The calls below use the course's softmax, as the check does: one mistake, one charge.
@@ -187,6 +189,26 @@ expect_close(_out, _want, "attention output against torch's scaled_dot_product_a
 assert np.all(_out <= _v.max(axis=0) + 1e-5) and np.all(_out >= _v.min(axis=0) - 1e-5), \
     "each output row must be a weighted average of the value rows"
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Your function on the worked example
+#
+# Compare with your pen-and-paper numbers for *voltage* (the first row):
+
+# %%
+output, weights = attention(Q, K, V)  # your attention
+print("raw scores of 'voltage':   ", Q[0] @ K.T)
+print("scaled by 1/√2:            ", Q[0] @ K.T / np.sqrt(2))
+print("weights of 'voltage':      ", weights[0], " sum =", weights[0].sum())
+print("output of 'voltage':       ", output[0])
+
+# %% [markdown]
+# Read the first row: *voltage*'s query matches its own key and *alarm*'s equally well (raw
+# score 1 each), and *spike*'s not at all (0). After scaling and the softmax, *voltage* gives
+# weight 0.401 to itself, 0.198 to *spike* and 0.401 to *alarm*, so its output is
+# `0.401·[10, 0] + 0.198·[0, 10] + 0.401·[5, 5] ≈ [6.017, 3.983]`: mostly its own value,
+# pulled towards *alarm*'s. Even a zero score keeps a fifth of the weight — softmax never
+# switches a key fully off. If your numbers differ, the check above names the likely mistake.
 
 # %% [markdown]
 # ## Follow one query: the calculator
@@ -239,6 +261,10 @@ def self_attention(x, w_q, w_k, w_v):
 # %% nbgrader={"grade": true, "grade_id": "self_attention_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_self_attention(self_attention)
 ### BEGIN HIDDEN TESTS
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(self_attention, check_self_attention, "self_attention")
 # The calls below use the course's attention and softmax, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 
@@ -317,7 +343,7 @@ print("largest difference:", np.abs(out_shuffled - out[perm]).max())
 # is `(n_k, d_v)`, so only `weights @ V` fits:
 
 # %%
-_, w_example = reference.attention(Q, K, V)  # the worked example's weights (course reference)
+_, w_example = attention(Q, K, V)  # the worked example's weights, from your attention
 print("weights:", w_example.shape, " V:", V.shape, " weights @ V:", (w_example @ V).shape)
 try:
     w_example @ V.T
@@ -331,6 +357,7 @@ except ValueError as err:
 
 # %%
 V_square = np.arange(9.0).reshape(3, 3)  # n_k = d_v = 3
+w_example = attention(Q, K, V)[1]  # the worked example's weights again
 print("same result?", np.allclose(w_example @ V_square, w_example @ V_square.T))
 
 # %% [markdown]

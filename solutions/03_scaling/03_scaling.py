@@ -28,7 +28,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from helpers import scaling as reference
 from helpers.attention import softmax  # the stable softmax of lesson 02
 from helpers.checks import (
     check_entropy,
@@ -98,6 +97,11 @@ def score_std(d_k, n_pairs=10_000, seed=0):
 # %% nbgrader={"grade": true, "grade_id": "score_std_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 check_score_std(score_std)
 ### BEGIN HIDDEN TESTS
+from helpers import scaling as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(score_std, check_score_std, "score_std")
 _rng = np.random.default_rng(fresh_seeds(1)[0])
 for seed in fresh_seeds(2):
     check_score_std(score_std, seed=seed, d_k=int(_rng.integers(8, 129)), verbose=False)
@@ -171,9 +175,10 @@ plt.show()
 #
 # **Exercise 2 (2 points).** Write `entropy(p, axis=-1)`: the entropy in nats of the
 # probability vectors along `axis` of an array `p` of any shape (for a 2-D `p` and `axis=-1`, one
-# entropy per row). Zeros in `p` must give 0, not NaN. Tip: `np.where(p > 0, p * np.log(p), 0)`
-# returns the right numbers, but NumPy still evaluates `np.log(0)` in the middle and prints a
-# warning; taking the log of `np.where(p > 0, p, 1)` never touches 0. Leave `p` itself unchanged.
+# entropy per row). Zeros in `p` must give 0, not NaN — and without a warning: any `np.log(0)`
+# evaluated along the way prints one, even when the result is thrown away afterwards. Which value
+# could stand in for a zero entry so that its term `p · log p` comes out as 0 by itself? Leave `p`
+# itself unchanged; the result is float64.
 
 # %% nbgrader={"grade": false, "grade_id": "entropy", "locked": false, "schema_version": 3, "solution": true}
 def entropy(p, axis=-1):
@@ -188,6 +193,11 @@ def entropy(p, axis=-1):
 # %% nbgrader={"grade": true, "grade_id": "entropy_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 check_entropy(entropy)
 ### BEGIN HIDDEN TESTS
+from helpers import scaling as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(entropy, check_entropy, "entropy")
 for seed, shape in zip(fresh_seeds(2), [(3, 7), (6, 4)]):
     check_entropy(entropy, seed=seed, shape=shape, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -246,6 +256,10 @@ def softmax_jacobian(p):
 # %% nbgrader={"grade": true, "grade_id": "softmax_jacobian_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_softmax_jacobian(softmax_jacobian)
 ### BEGIN HIDDEN TESTS
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(softmax_jacobian, check_softmax_jacobian, "softmax_jacobian")
 _rng = np.random.default_rng(fresh_seeds(1)[0])
 for seed in fresh_seeds(2):
     check_softmax_jacobian(softmax_jacobian, seed=seed, n=int(_rng.integers(2, 12)), verbose=False)

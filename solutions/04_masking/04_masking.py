@@ -38,7 +38,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from helpers import masking as reference
 from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import as_array, expect_close, fresh_seeds, quiet
 from helpers.checks.masking import (
@@ -51,6 +50,7 @@ from helpers.checks.masking import (
 from helpers.masking import (
     best_time,
     decode_trace,
+    kv_cache_bytes,
     measure_attention_cost,
     plot_cost,
     plot_mask,
@@ -71,13 +71,8 @@ np.set_printoptions(precision=3, suppress=True)
 # predict it — and at generation time that future token does not exist yet.
 #
 # The **causal mask** forbids it: query `i` may attend to keys `j ≤ i` only — itself and the
-# past. As a matrix (row = query, column = key) it is the lower triangle, diagonal included:
-
-# %%
-words = ["honestly", "the", "slides", "were", "very", "clear"]
-plot_mask(reference.causal_mask(len(words)), query_labels=words, key_labels=words,
-          title="causal mask: blue = may attend")
-plt.show()
+# past. As a matrix (row = query, column = key), which entries are allowed? Sketch it for six words
+# before you write it.
 
 # %% [markdown]
 # **Exercise 1 (2 points).** Write `causal_mask(n)`: a torch **bool** tensor of shape `(n, n)`,
@@ -94,6 +89,10 @@ def causal_mask(n):
 # %% nbgrader={"grade": true, "grade_id": "causal_mask_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 check_causal_mask(causal_mask)
 ### BEGIN HIDDEN TESTS
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(causal_mask, check_causal_mask, "causal_mask")
 for seed in fresh_seeds(2):
     check_causal_mask(causal_mask, seed=seed, verbose=False)
 _n = int(np.random.default_rng(fresh_seeds(1)[0]).integers(20, 60))
@@ -105,73 +104,27 @@ assert torch.equal(_m, torch.ones(_n, _n).tril().bool()), \
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# Your mask for a six-word sentence — the lower triangle, diagonal included:
+
+# %%
+words = ["honestly", "the", "slides", "were", "very", "clear"]
+plot_mask(causal_mask(len(words)), query_labels=words, key_labels=words,
+          title="causal mask: blue = may attend")
+plt.show()
+
+# %% [markdown]
 # ### Mask the scores, before the softmax
 #
 # Back to lesson 02's three tokens *voltage, spike, alarm*. A blocked key must get weight
 # exactly 0, and the allowed keys must share all of the weight. Both happen if the blocked
 # **scores** are set to `−∞` before the softmax: `e^{−∞} = 0`, and the softmax renormalises over
-# what is left. (The cells of this lesson use the course's reference functions from
-# `helpers.masking`, so they run whether or not your exercises are done.)
+# what is left. Predict *spike*'s weights under the causal mask before exercise 3 computes them.
 
 # %%
 tokens = ["voltage", "spike", "alarm"]
 Q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (n, d_k)
 K = Q.clone()  # (n, d_k): the same as Q here
 V = torch.tensor([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]])  # (n, d_v)
-allowed = reference.causal_mask(3)  # (n, n), True = may attend
-
-scores = Q @ K.T / math.sqrt(K.shape[1])  # (n, n), scaled by √d_k
-blocked = scores.masked_fill(~allowed, float("-inf"))  # forbidden scores -> -inf
-weights = torch.softmax(blocked, dim=-1)  # each row sums to 1 over its allowed keys
-print("scaled scores:\n", scores)
-print("after masking:\n", blocked)
-print("weights:\n", weights)
-print("output = weights @ V:\n", weights @ V)
-
-# %% [markdown]
-# Read the rows. *voltage* (row 0) may only see itself: weights `[1, 0, 0]`, so its output is
-# its own value `[10, 0]`. *spike* keeps the scores `[0, 0.707]` and gets weights
-# `[0.330, 0.670, 0]`. *alarm*, the last token, sees everything: its row is the same as in
-# lesson 02. Side by side with the unmasked weights:
-
-# %%
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
-plot_weights(torch.softmax(scores, dim=-1), tokens, tokens, ax=axes[0], title="no mask (lesson 02)")
-plot_weights(weights, tokens, tokens, ax=axes[1], title="causal mask")
-plt.show()
-
-# %% [markdown]
-# ### …not the weights, after it
-#
-# A tempting shortcut is to compute the usual softmax and then zero the blocked weights.
-# Two things break. The rows no longer sum to 1:
-
-# %%
-after = torch.softmax(scores, dim=-1) * allowed  # the mistake: mask the weights
-print("row sums, mask after the softmax: ", after.sum(dim=-1))
-print("row sums, mask before the softmax:", weights.sum(dim=-1))
-
-# %% [markdown]
-# And the future leaks in: the blocked keys still took their share of each row's normaliser.
-# Change only *alarm*'s key — a future token for *voltage* and *spike* — and look at *voltage*'s
-# weights:
-
-# %%
-K_changed = K.clone()
-K_changed[2] = torch.tensor([4.0, 4.0])  # only the last (future) token changes
-for name, weigh in [
-    ("mask after the softmax ", lambda s: torch.softmax(s, dim=-1) * allowed),
-    ("mask before the softmax", lambda s: torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)),
-]:
-    w_old = weigh(Q @ K.T / math.sqrt(2))[0]
-    w_new = weigh(Q @ K_changed.T / math.sqrt(2))[0]
-    print(f"{name}: voltage's weights {w_old.numpy()} -> {w_new.numpy()}")
-
-# %% [markdown]
-# With the mask after the softmax, *voltage*'s weights depend on a token it must not see; a
-# model trained that way learns from the future. Dividing the zeroed weights by their new row
-# sums would repair the numbers, but the standard is simpler: blocked **scores** become `−∞`,
-# before the softmax.
 
 # %% [markdown]
 # ## Batches of different lengths: padding masks
@@ -210,6 +163,11 @@ def padding_mask(lengths, max_len):
 # %% nbgrader={"grade": true, "grade_id": "padding_mask_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 check_padding_mask(padding_mask)
 ### BEGIN HIDDEN TESTS
+from helpers import masking as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(padding_mask, check_padding_mask, "padding_mask")
 for seed in fresh_seeds(2):
     check_padding_mask(padding_mask, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -234,11 +192,12 @@ for _got in (_pm, _pm_list):
 # queries `T_q`. A causal mask `(T, T)` is the same for every sentence. Combined
 # with `&`, broadcasting gives one mask per sentence, `(B, 1, T, T)`: key `j` is allowed if it is
 # a real token **and** not in the future.
+# Your two masks, combined:
 
 # %%
-pad = reference.padding_mask(lengths, T)  # (B, T)
+pad = padding_mask(lengths, T)  # (B, T)
 keys_real = pad[:, None, None, :]  # (B, 1, 1, T): same for every head and every query
-both = keys_real & reference.causal_mask(T)  # (B, 1, 1, T) & (T, T) -> (B, 1, T, T)
+both = keys_real & causal_mask(T)  # (B, 1, 1, T) & (T, T) -> (B, 1, T, T)
 print(tuple(keys_real.shape), "&", (T, T), "->", tuple(both.shape))
 
 fig, axes = plt.subplots(1, 3, figsize=(13, 4), layout="constrained")
@@ -256,40 +215,11 @@ plt.show()
 # one's future. That is not always so. With *left* padding (pads first, common when generating
 # for a batch), a pad at the start has only pads at or before it, all blocked; and some code blocks
 # the padded *queries* too (`pad[:, :, None] & pad[:, None, :]`: real query **and** real key). Then a
-# query row has no allowed key at all, and its softmax is over `−∞` only — `0 / 0`. The second
-# case:
-
-# %%
-torch.manual_seed(0)
-x = torch.randn(len(reviews), T, 4)  # (B, T, d): stand-ins for the token vectors
-pairs = pad[:, :, None] & pad[:, None, :]  # (B, T, T): real query and real key
-s = x @ x.transpose(-2, -1) / math.sqrt(4)  # (B, T, T)
-w_nan = torch.softmax(s.masked_fill(~pairs, float("-inf")), dim=-1)
-print("sentence 2 (3 real tokens), weights of the padded queries:\n", w_nan[2, 3:])
-
-# %% [markdown]
-# "Those rows are padding, the loss ignores them" — but a NaN does not stay where it is. Zeroing
-# the padded positions in the loss multiplies them by 0, and `0 · NaN` is still NaN:
-
-# %%
-real = pad[..., None]  # (B, T, 1): 1 for real tokens, 0 for padding
-print("0 * nan =", 0 * float("nan"))
-print("loss over the real tokens only:", ((w_nan @ x) * real).sum())
-w_zero = w_nan.nan_to_num(0.0)  # the fix: a row with no allowed key gets all-zero weights
-print("the same loss with the fix:    ", ((w_zero @ x) * real).sum())
-
-# %% [markdown]
-# The course's convention: **a query row with no allowed key gets all-zero weights and a zero
-# output, never NaN** — `nan_to_num(0.0)` after the softmax, or zero the rows where
-# `mask.any(dim=-1)` is False. Libraries disagree here: older PyTorch releases returned NaN from
-# `scaled_dot_product_attention` for such rows, recent ones return zeros, and a plain
-# `torch.softmax` still gives NaN, as above — so check what your version does before you rely on it.
+# query row has no allowed key at all, and its softmax is over `−∞` only — `0 / 0`.
 #
-# Replacing `−∞` by a large negative number such as `−1e9` avoids the NaN, but a row with no
-# allowed key then gets **equal** weights over keys it may not see:
-
-# %%
-print("with -1e9, sentence 2, padded query 3:", torch.softmax(s.masked_fill(~pairs, -1e9), dim=-1)[2, 3])
+# The course's convention: **a query row with no allowed key gets all-zero weights and a zero
+# output, never NaN.** Exercise 3 asks for it; just after it, you will see what goes wrong
+# without it.
 
 # %% [markdown]
 # **Exercise 3 (4 points).** Write `masked_attention(q, k, v, mask=None)` for torch tensors
@@ -315,6 +245,11 @@ def masked_attention(q, k, v, mask=None):
 # %% nbgrader={"grade": true, "grade_id": "masked_attention_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 check_masked_attention(masked_attention)
 ### BEGIN HIDDEN TESTS
+from helpers import masking as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(masked_attention, check_masked_attention, "masked_attention")
 for seed, shape in zip(fresh_seeds(3), [((), 3, 8, 2, 4), ((5,), 1, 4, 6, 6), ((2, 2, 2), 7, 3, 3, 1)]):
     check_masked_attention(masked_attention, seed, *shape, verbose=False)
 _g = torch.Generator().manual_seed(fresh_seeds(1)[0])
@@ -353,12 +288,103 @@ expect_close(_o, _ro, "masked_attention output with a padding (B, 1, 1, T) & cau
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Your function on the worked example (it should print the rows `[1, 0, 0]` and
-# `[0.330, 0.670, 0]` again):
+# ### Your function on the worked example
+#
+# It should print the rows `[1, 0, 0]` and `[0.330, 0.670, 0]`:
 
 # %%
-w_yours = masked_attention(Q, K, V, reference.causal_mask(3))[1]
-print(w_yours)
+scores = Q @ K.T / math.sqrt(K.shape[1])  # (n, n), the scaled scores before masking
+allowed = torch.ones(3, 3, dtype=torch.bool).tril()  # (n, n), the causal mask of exercise 1
+out_masked, weights = masked_attention(Q, K, V, allowed)  # your function
+print("scaled scores:\n", scores)
+print("weights:\n", weights)
+print("output = weights @ V:\n", out_masked)
+
+# %% [markdown]
+# Read the rows. *voltage* (row 0) may only see itself: weights `[1, 0, 0]`, so its output is
+# its own value `[10, 0]`. *spike* keeps the scores `[0, 0.707]` and gets weights
+# `[0.330, 0.670, 0]`. *alarm*, the last token, sees everything: its row is the same as in
+# lesson 02. Side by side with the unmasked weights:
+
+# %%
+weights = masked_attention(Q, K, V, allowed)[1]  # yours, as above
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+plot_weights(torch.softmax(scores, dim=-1), tokens, tokens, ax=axes[0], title="no mask (lesson 02)")
+plot_weights(weights, tokens, tokens, ax=axes[1], title="causal mask")
+plt.show()
+
+# %% [markdown]
+# ### …not the weights, after it
+#
+# A tempting shortcut is to compute the usual softmax and then zero the blocked weights.
+# Two things break. The rows no longer sum to 1:
+
+# %%
+after = torch.softmax(scores, dim=-1) * allowed  # the mistake: mask the weights
+print("row sums, mask after the softmax: ", after.sum(dim=-1))
+print("row sums, mask before the softmax:", masked_attention(Q, K, V, allowed)[1].sum(dim=-1))
+
+# %% [markdown]
+# And the future leaks in: the blocked keys still took their share of each row's normaliser.
+# Change only *alarm*'s key — a future token for *voltage* and *spike* — and look at *voltage*'s
+# weights:
+
+# %%
+K_changed = K.clone()
+K_changed[2] = torch.tensor([4.0, 4.0])  # only the last (future) token changes
+for name, weigh in [
+    ("mask after the softmax ", lambda s: torch.softmax(s, dim=-1) * allowed),
+    ("mask before the softmax", lambda s: torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)),
+]:
+    w_old = weigh(Q @ K.T / math.sqrt(2))[0]
+    w_new = weigh(Q @ K_changed.T / math.sqrt(2))[0]
+    print(f"{name}: voltage's weights {w_old.numpy()} -> {w_new.numpy()}")
+
+# %% [markdown]
+# With the mask after the softmax, *voltage*'s weights depend on a token it must not see; a
+# model trained that way learns from the future. Dividing the zeroed weights by their new row
+# sums would repair the numbers, but the standard is simpler: blocked **scores** become `−∞`,
+# before the softmax.
+
+# %% [markdown]
+# ### What the convention saves you from
+#
+# The padded batch from before, with the padded *queries* blocked as well (real query **and** real
+# key): a plain softmax over scores set to `−∞` gives NaN rows.
+
+# %%
+torch.manual_seed(0)
+x = torch.randn(len(reviews), T, 4)  # (B, T, d): stand-ins for the token vectors
+pad = torch.arange(T)[None, :] < torch.as_tensor(lengths)[:, None]  # (B, T), the padding mask of exercise 2
+pairs = pad[:, :, None] & pad[:, None, :]  # (B, T, T): real query and real key
+s = x @ x.transpose(-2, -1) / math.sqrt(4)  # (B, T, T)
+w_nan = torch.softmax(s.masked_fill(~pairs, float("-inf")), dim=-1)
+print("sentence 2 (3 real tokens), weights of the padded queries:\n", w_nan[2, 3:])
+
+# %% [markdown]
+# "Those rows are padding, the loss ignores them" — but a NaN does not stay where it is. Zeroing
+# the padded positions in the loss multiplies them by 0, and `0 · NaN` is still NaN:
+
+# %%
+real = pad[..., None]  # (B, T, 1): 1 for real tokens, 0 for padding
+print("0 * nan =", 0 * float("nan"))
+print("loss over the real tokens only:", ((w_nan @ x) * real).sum())
+w_zero = w_nan.nan_to_num(0.0)  # the fix: a row with no allowed key gets all-zero weights
+print("the same loss with the fix:    ", ((w_zero @ x) * real).sum())
+w_yours_pad = masked_attention(x, x, x, pairs)[1]  # your function on the same rows
+print("your masked_attention, padded queries of sentence 2:\n", w_yours_pad[2, 3:])
+
+# %% [markdown]
+# Your `masked_attention` gives such rows zero weights instead (its weights for the same scores:
+# `masked_attention(x, x, x, pairs)`). Libraries disagree here: older PyTorch releases returned NaN from
+# `scaled_dot_product_attention` for such rows, recent ones return zeros, and a plain
+# `torch.softmax` still gives NaN, as above — so check what your version does before you rely on it.
+#
+# Replacing `−∞` by a large negative number such as `−1e9` avoids the NaN, but a row with no
+# allowed key then gets **equal** weights over keys it may not see:
+
+# %%
+print("with -1e9, sentence 2, padded query 3:", torch.softmax(s.masked_fill(~pairs, -1e9), dim=-1)[2, 3])
 
 # %% [markdown]
 # ### `nn.MultiheadAttention` reads masks the other way round
@@ -372,15 +398,15 @@ torch.manual_seed(0)
 mha = torch.nn.MultiheadAttention(embed_dim=4, num_heads=1, bias=False, batch_first=True)
 x3 = torch.randn(1, 3, 4)  # (B, T, D)
 with torch.no_grad():
-    _, w_as_is = mha(x3, x3, x3, attn_mask=reference.causal_mask(3))  # course convention, unchanged
-    _, w_flipped = mha(x3, x3, x3, attn_mask=~reference.causal_mask(3))  # inverted for PyTorch
+    _, w_as_is = mha(x3, x3, x3, attn_mask=causal_mask(3))  # course convention, unchanged
+    _, w_flipped = mha(x3, x3, x3, attn_mask=~causal_mask(3))  # inverted for PyTorch
 print("course mask passed as is:\n", w_as_is[0])
 print("inverted (~mask):\n", w_flipped[0])
 
 # %% [markdown]
 # Passed as is, the mask blocks the past and the diagonal: each token sees only *later* tokens,
 # and the last token sees nothing at all — a NaN row. Inverted, it is the causal pattern. The
-# same numbers come out of the course's reference with the course's mask, once we apply
+# same numbers come out of your `masked_attention` with the course's mask, once we apply
 # `nn.MultiheadAttention`'s own projections (it stores `W_Q`, `W_K`, `W_V` stacked and
 # transposed, like `nn.Linear`: `q = x Wᵀ`). The same goes for `key_padding_mask`:
 
@@ -393,14 +419,14 @@ def project(x):
     return x @ w_q.T, x @ w_k.T, x @ w_v.T
 
 
-_, w_course = reference.masked_attention(*project(x3), reference.causal_mask(3))
+_, w_course = masked_attention(*project(x3), causal_mask(3))
 print("causal: course mask == MultiheadAttention with ~mask:", torch.allclose(w_course, w_flipped, atol=1e-6))
 
 x_pad = torch.randn(2, 3, 4)  # two sentences of lengths 3 and 2
-real_tokens = reference.padding_mask([3, 2], 3)  # (B, T), True = real token
+real_tokens = padding_mask([3, 2], 3)  # (B, T), True = real token
 with torch.no_grad():
     _, w_kpm = mha(x_pad, x_pad, x_pad, key_padding_mask=~real_tokens)  # True = ignore this key
-_, w_course_pad = reference.masked_attention(*project(x_pad), real_tokens[:, None, :])
+_, w_course_pad = masked_attention(*project(x_pad), real_tokens[:, None, :])
 print("padding: course mask == MultiheadAttention with ~mask:", torch.allclose(w_course_pad, w_kpm, atol=1e-6))
 
 # %% [markdown]
@@ -451,6 +477,11 @@ def causal_attention_with_cache(q, k, v):
 # %% nbgrader={"grade": true, "grade_id": "causal_attention_with_cache_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_causal_attention_with_cache(causal_attention_with_cache)
 ### BEGIN HIDDEN TESTS
+from helpers import masking as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(causal_attention_with_cache, check_causal_attention_with_cache, "causal_attention_with_cache")
 # The calls below use the course's masked_attention and causal_mask, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 
@@ -477,17 +508,17 @@ expect_close(as_array(_o2, "output")[..., :5, :], as_array(_o1, "output")[..., :
 # throws the blocked half away. Decoding computes only the allowed ones, `1 + 2 + … + n =
 # n(n+1)/2`, but in `n` steps that must run one after the other — and step `t` compares its query
 # with all `t + 1` cached keys, so each new token costs more than the one before. Measured with
-# the course's reference functions (best of 3 runs on one thread):
+# your functions (best of 3 runs on one thread):
 
 # %%
 g = torch.Generator().manual_seed(0)
 n_demo = 256
 q_demo, k_demo, v_demo = (torch.randn(1, n_demo, 64, generator=g) for _ in range(3))  # (B, T, d)
-parallel = reference.masked_attention(q_demo, k_demo, v_demo, reference.causal_mask(n_demo))[0]
-stepwise = reference.causal_attention_with_cache(q_demo, k_demo, v_demo)
-t_parallel = best_time(reference.masked_attention, q_demo, k_demo, v_demo, reference.causal_mask(n_demo),
+parallel = masked_attention(q_demo, k_demo, v_demo, causal_mask(n_demo))[0]
+stepwise = causal_attention_with_cache(q_demo, k_demo, v_demo)
+t_parallel = best_time(masked_attention, q_demo, k_demo, v_demo, causal_mask(n_demo),
                        repeats=3)
-t_stepwise = best_time(reference.causal_attention_with_cache, q_demo, k_demo, v_demo, repeats=3)
+t_stepwise = best_time(causal_attention_with_cache, q_demo, k_demo, v_demo, repeats=3)
 print(f"largest difference between the two: {(parallel - stepwise).abs().max():.1e}")
 print(f"one masked pass:     {n_demo**2:7,} scores, {t_parallel * 1e3:6.2f} ms")
 print(f"{n_demo} decoding steps: {n_demo * (n_demo + 1) // 2:7,} scores, {t_stepwise * 1e3:6.2f} ms "
@@ -520,6 +551,11 @@ def attention_matrix_bytes(n_tokens, n_heads=1, bytes_per_element=2):
 # %% nbgrader={"grade": true, "grade_id": "attention_matrix_bytes_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 check_attention_matrix_bytes(attention_matrix_bytes)
 ### BEGIN HIDDEN TESTS
+from helpers import masking as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(attention_matrix_bytes, check_attention_matrix_bytes, "attention_matrix_bytes")
 for seed in fresh_seeds(2):
     check_attention_matrix_bytes(attention_matrix_bytes, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -531,17 +567,13 @@ for _n, _h, _b in [(131_072, 64, 2), (int(_rng.integers(1, 50_000)), int(_rng.in
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# A context of 4096 tokens, in fp16 (computed with the course's reference; the next cell uses
-# yours):
+# A context of 4096 tokens, in fp16, with your `attention_matrix_bytes`:
 
 # %%
 n_ctx = 4096
 print(f"{n_ctx} × {n_ctx} = {n_ctx * n_ctx:,} scores")
-print(f"one head, fp16:  {reference.attention_matrix_bytes(n_ctx) / 2**20:g} MiB")
-print(f"32 heads, fp16:  {reference.attention_matrix_bytes(n_ctx, 32) / 2**30:g} GiB")
-
-# %%
-print(f"yours: {attention_matrix_bytes(4096) / 2**20:g} MiB and {attention_matrix_bytes(4096, 32) / 2**30:g} GiB")
+print(f"one head, fp16:  {attention_matrix_bytes(n_ctx) / 2**20:g} MiB")
+print(f"32 heads, fp16:  {attention_matrix_bytes(n_ctx, 32) / 2**30:g} GiB")
 
 # %% [markdown]
 # One GiB for the scores of a single layer, before anything else: training also keeps the
@@ -594,8 +626,8 @@ print(f"causal / plain time: {min(ratios):.2f}–{max(ratios):.2f} over these n 
 # %%
 n_heads, d_head = 32, 128
 for n_ctx in (256, 4096, 32768):
-    scores_mib = reference.attention_matrix_bytes(n_ctx, n_heads) / 2**20
-    cache_mib = reference.kv_cache_bytes(n_ctx, n_heads, d_head) / 2**20
+    scores_mib = attention_matrix_bytes(n_ctx, n_heads) / 2**20
+    cache_mib = kv_cache_bytes(n_ctx, n_heads, d_head) / 2**20
     print(f"n = {n_ctx:6d}: score matrices {scores_mib:10,.0f} MiB   KV cache {cache_mib:6,.0f} MiB")
 plot_memory_growth([2**i for i in range(7, 16)], n_heads=n_heads, d_head=d_head)
 plt.show()

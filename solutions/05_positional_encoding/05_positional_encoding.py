@@ -34,7 +34,6 @@ import numpy as np
 import torch
 from IPython.display import display
 
-from helpers import positional as reference
 from helpers.attention import self_attention  # the NumPy self-attention of lesson 02
 from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import expect_close, fresh_seeds, quiet
@@ -167,6 +166,11 @@ def sinusoidal_encoding(n_positions, d_model, base=10000.0):
 # %% nbgrader={"grade": true, "grade_id": "sinusoidal_encoding_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_sinusoidal_encoding(sinusoidal_encoding)
 ### BEGIN HIDDEN TESTS
+from helpers import positional as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(sinusoidal_encoding, check_sinusoidal_encoding, "sinusoidal_encoding")
 _rng = np.random.default_rng(fresh_seeds(1)[0])
 for seed in fresh_seeds(3):
     check_sinusoidal_encoding(sinusoidal_encoding, seed=seed, n_positions=int(_rng.integers(1, 120)),
@@ -390,6 +394,11 @@ def rope(x, positions=None, base=10000.0):
 # %% nbgrader={"grade": true, "grade_id": "rope_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 check_rope(rope)
 ### BEGIN HIDDEN TESTS
+from helpers import positional as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(rope, check_rope, "rope")
 # The calls below use the course's sinusoidal_encoding, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 

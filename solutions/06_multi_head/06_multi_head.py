@@ -25,16 +25,14 @@
 # fails, its message names the most likely mistake.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
-import math
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from torch import nn
 
-from helpers import heads as reference
 from helpers import training
 from helpers.checks import hint  # after a failing check, hint() shows how to fix it
+from helpers.checks.callees import check_names_defined
 from helpers.checks.core import as_array, expect_close, fresh_seeds, quiet
 from helpers.checks.heads import (
     check_merge_heads,
@@ -42,6 +40,17 @@ from helpers.checks.heads import (
     check_split_heads,
     to_torch_mha,
 )
+from helpers.heads import (
+    ablation_rows,
+    attention_cost,
+    classifier_logits,
+    head_ablation,
+    plot_ablation,
+    tagged_tokens,
+    torch_mask,
+    weights_from_torch,
+)
+from helpers.masking import masked_attention as course_masked_attention  # lesson 04's, the course's version
 from helpers.quiz import check_choice, grade_choice
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -79,7 +88,7 @@ torch.set_printoptions(precision=3, sci_mode=False)
 # %%
 n = 100
 configs = {"8 heads of 64": (8, 64), "1 head of 512": (1, 512), "8 heads of 512": (8, 512)}
-costs = {name: reference.attention_cost(n, 512, h, d) for name, (h, d) in configs.items()}
+costs = {name: attention_cost(n, 512, h, d) for name, (h, d) in configs.items()}
 print(f"{'':<16}{'projections':>13}{'scores':>12}{'mix':>12}{'W_O':>12}{'total':>13}{'parameters':>12}"
       f"{'score entries':>15}")
 for name, c in costs.items():
@@ -107,21 +116,19 @@ for name, c in costs.items():
 # features 3–5.
 
 # %%
-x_tag = reference.tagged_tokens(3, 6)  # (B, T, D) = (1, 3, 6), entry 10·t + f
+x_tag = tagged_tokens(3, 6)  # (B, T, D) = (1, 3, 6), entry 10·t + f
 print("x_tag[0] (one row per token):\n", x_tag[0])
-right = x_tag.reshape(1, 3, 2, 3).transpose(1, 2)  # (B, T, H, d_h) -> (B, H, T, d_h)
-wrong = x_tag.reshape(1, 2, 3, 3)  # straight to (B, H, T, d_h): no transpose
+wrong = x_tag.reshape(1, 2, 3, 3)  # straight to (B, H, T, d_h)
 for h in range(2):
-    print(f"\nhead {h}, reshape + transpose:\n", right[0, h])
-    print(f"head {h}, reshape only:\n", wrong[0, h])
+    print(f"\nhead {h}, reshape only:\n", wrong[0, h])
 
 # %% [markdown]
-# With the transpose, head 0's rows are `0 1 2`, `10 11 12`, `20 21 22`: the first three features
-# of tokens 0, 1 and 2. Without it, head 0's "second token" is `3 4 5` — the *other half of
-# token 0* — and its third is token 1. The shape is right, nothing crashes, and the model
-# attends between half-tokens. `reshape` only re-reads the numbers in memory order (token by
-# token, feature by feature), so the axis for heads must first appear *after* the token axis,
-# `(B, T, H, d_h)`, and then be moved in front of it.
+# Head 0 should hold the rows `0 1 2`, `10 11 12`, `20 21 22`: the first three features of
+# tokens 0, 1 and 2. Here its "second token" is `3 4 5` — the *other half of token 0* — and its
+# third is token 1. The shape is right, nothing crashes, and the model attends between
+# half-tokens. `reshape` only re-reads the numbers in memory order (token by token, feature by
+# feature). Which shape can a plain `reshape` reach without mixing tokens, and what must happen
+# to its axes afterwards?
 #
 # **Exercise 1 (2 points).** Write `split_heads(x, n_heads)`: a torch tensor `(B, T, D)` →
 # `(B, H, T, D/H)`, head `h` holding features `h·D/H … (h+1)·D/H − 1` of every token. (Raising a
@@ -141,6 +148,10 @@ def split_heads(x, n_heads):
 # %% nbgrader={"grade": true, "grade_id": "split_heads_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 check_split_heads(split_heads)
 ### BEGIN HIDDEN TESTS
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(split_heads, check_split_heads, "split_heads")
 for seed in fresh_seeds(3):
     check_split_heads(split_heads, seed=seed, verbose=False)
 _g = torch.Generator().manual_seed(fresh_seeds(1)[0])
@@ -169,6 +180,11 @@ def merge_heads(x):
 # %% nbgrader={"grade": true, "grade_id": "merge_heads_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 check_merge_heads(merge_heads)
 ### BEGIN HIDDEN TESTS
+from helpers import heads as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(merge_heads, check_merge_heads, "merge_heads")
 for seed in fresh_seeds(3):
     check_merge_heads(merge_heads, seed=seed, verbose=False)
 _g = torch.Generator().manual_seed(fresh_seeds(1)[0])
@@ -181,6 +197,13 @@ with quiet():
     _back = as_array(merge_heads(reference.split_heads(_z, 4)), "merge_heads(split_heads(z, 4))")
 expect_close(_back, _z.numpy(), "merge_heads(split_heads(z, 4)) must give z back")
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# Your `split_heads` on the tagged tokens: head 0 must hold `0 1 2`, `10 11 12`, `20 21 22`.
+
+# %%
+for h, head in enumerate(split_heads(x_tag, 2)[0]):
+    print(f"head {h}:\n", head)
 
 # %% [markdown]
 # Check by eye with the tagged tokens: splitting and merging must give back every token exactly.
@@ -203,8 +226,11 @@ print(merge_heads(split_heads(x_tag, 2))[0])
 # - merge the heads and multiply by `w_o`;
 # - return `(output (B, T_q, D), weights (B, H, T_q, T_kv))`.
 #
-# Use your `split_heads` and `merge_heads`. Lesson 04's `masked_attention` is the per-head step,
-# and torch's `@` works on `(B, H, …)` tensors all at once — no loop over heads needed.
+# Use your `split_heads` and `merge_heads`. Lesson 04's `masked_attention` is the per-head step:
+# this notebook has the course's version as `course_masked_attention` (the setup cell imports it),
+# or paste your own `masked_attention` from lesson 04 into this cell. Torch's `@` works on
+# `(B, H, …)` tensors all at once — no loop over heads needed. Results are float tensors of the
+# inputs' dtype.
 
 # %% nbgrader={"grade": false, "grade_id": "multi_head_attention", "locked": false, "schema_version": 3, "solution": true}
 def multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
@@ -213,17 +239,19 @@ def multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
     q = split_heads(x_q @ w_q, n_heads)  # (B, H, T_q, d_h)
     k = split_heads(x_kv @ w_k, n_heads)  # (B, H, T_kv, d_h)
     v = split_heads(x_kv @ w_v, n_heads)  # (B, H, T_kv, d_h)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T_q, T_kv)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # no allowed key -> zeros
-    return merge_heads(weights @ v) @ w_o, weights
+    heads, weights = course_masked_attention(q, k, v, mask)  # every head at once: (B, H, T_q, d_h)
+    return merge_heads(heads) @ w_o, weights
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "multi_head_attention_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false}
+check_names_defined(multi_head_attention)
 check_multi_head_attention(multi_head_attention)
 ### BEGIN HIDDEN TESTS
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(multi_head_attention, check_multi_head_attention, "multi_head_attention")
 # The calls below use the course's split_heads and merge_heads, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 
@@ -269,20 +297,20 @@ expect_close(_b[:, :-1], _a[:, :-1], "causal self-attention: changing the last t
 # 2. **masks**: a boolean `attn_mask` there means `True` = **not allowed**, the opposite of this
 #    course (lesson 04). Pass it `~mask`.
 #
-# Copy the weights out of a randomly initialised module and compare, with the course reference:
+# Copy the weights out of a randomly initialised module and compare, with your `multi_head_attention`:
 
 # %%
 torch.manual_seed(0)
 mha = nn.MultiheadAttention(embed_dim=8, num_heads=2, bias=False, batch_first=True)
 x_q, x_kv = torch.randn(2, 3, 8), torch.randn(2, 5, 8)  # T_q = 3 queries, T_kv = 5 keys
 mask = torch.ones(3, 5, dtype=torch.bool).tril(2)  # True = may attend (course)
-w_q, w_k, w_v, w_o = reference.weights_from_torch(mha)  # transposed copies, each (D, D)
+w_q, w_k, w_v, w_o = weights_from_torch(mha)  # transposed copies, each (D, D)
 print("in_proj_weight:", tuple(mha.in_proj_weight.shape), "-> w_q, w_k, w_v:", tuple(w_q.shape))
 
 with torch.no_grad():
-    torch_out, torch_w = mha(x_q, x_kv, x_kv, attn_mask=reference.torch_mask(mask),  # ~mask
+    torch_out, torch_w = mha(x_q, x_kv, x_kv, attn_mask=torch_mask(mask),  # ~mask
                              need_weights=True, average_attn_weights=False)
-ours_out, ours_w = reference.multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, 2, mask)
+ours_out, ours_w = multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, 2, mask)  # yours
 print("outputs equal:", torch.allclose(ours_out, torch_out, atol=1e-6),
       f"(largest difference {(ours_out - torch_out).abs().max():.1e})")
 print("per-head weights equal:", torch.allclose(ours_w, torch_w, atol=1e-6))
@@ -321,7 +349,7 @@ model = training.load_model("attention", seed=0)
 test_sets = training.test_data(add_cls=True)  # four sets of 1,000 reviews, [CLS] in front
 with training.threads(1):  # products this small run faster on one thread
     for name, data in test_sets.items():
-        ours = reference.classifier_logits(model, data.ids, data.lengths)  # (N,)
+        ours = classifier_logits(model, data.ids, data.lengths)  # (N,)
         print(f"{name:<11} logits identical to the model's: {torch.equal(ours, model(data.ids, data.lengths))}")
 
 # %% [markdown]
@@ -330,15 +358,15 @@ with training.threads(1):  # products this small run faster on one thread
 
 # %%
 seeds = (0, 1, 2)
-ablations = [reference.head_ablation(training.load_model("attention", s), test_sets) for s in seeds]
-print("\n".join(reference.ablation_rows(ablations[0], "removed")))
+ablations = [head_ablation(training.load_model("attention", s), test_sets) for s in seeds]
+print("\n".join(ablation_rows(ablations[0], "removed")))
 
 # %% [markdown]
 # The figure shows the same for the three training seeds as **accuracy lost** (percentage
 # points; white = nothing lost), one row per layer and test set:
 
 # %%
-reference.plot_ablation(ablations, seeds, "removed")
+plot_ablation(ablations, seeds, "removed")
 plt.show()
 
 
@@ -360,7 +388,7 @@ for result, seed in zip(ablations, seeds):
 # layer intact). Is a single head enough there?
 
 # %%
-reference.plot_ablation(ablations, seeds, "alone")
+plot_ablation(ablations, seeds, "alone")
 plt.show()
 for result, seed in zip(ablations, seeds):
     best = result.alone.min(axis=-1)  # (L, H): the worst test set for each head kept alone

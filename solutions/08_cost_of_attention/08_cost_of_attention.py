@@ -33,7 +33,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from helpers import cost as reference
 from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.cost import (
@@ -127,6 +126,11 @@ def layer_macs(n, d_model, d_ff):
 # %% nbgrader={"grade": true, "grade_id": "layer_macs_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 check_layer_macs(layer_macs)
 ### BEGIN HIDDEN TESTS
+from helpers import cost as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(layer_macs, check_layer_macs, "layer_macs")
 for seed in fresh_seeds(3):
     check_layer_macs(layer_macs, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -154,6 +158,11 @@ def score_share(n, d_model, d_ff):
 # %% nbgrader={"grade": true, "grade_id": "score_share_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_score_share(score_share)
 ### BEGIN HIDDEN TESTS
+from helpers import cost as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(score_share, check_score_share, "score_share")
 # The calls below use the course's layer_macs, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 
@@ -171,19 +180,17 @@ assert all(a < b for a, b in zip(_shares, _shares[1:])), "score_share must grow 
 #
 # A ViT-Base layer has `d = 768` and `d_ff = 3072`. A 224 × 224 image cut into 16 × 16 patches
 # gives 196 patches plus a [CLS] token, `n = 197`; a 1024 × 1024 image gives `n = 4,097`
-# (lesson 09 builds these tokens). With the course's reference (the cell after it uses yours):
+# (lesson 09 builds these tokens). With your `layer_macs` and `score_share`:
 
 # %%
 d_vit, d_ff_vit = 768, 3072
 for n in (197, 4097):
-    macs = reference.layer_macs(n, d_vit, d_ff_vit)
+    macs = layer_macs(n, d_vit, d_ff_vit)
     total = sum(macs.values())
     parts = ", ".join(f"{name} {count / 1e9:.2f}" for name, count in macs.items())
     print(f"n = {n:5,}: {parts}  (billions of MACs)")
-    print(f"{'':11}the two n × n products: {reference.score_share(n, d_vit, d_ff_vit):.1%} of {total / 1e9:.2f} billion")
+    print(f"{'':11}the two n × n products: {score_share(n, d_vit, d_ff_vit):.1%} of {total / 1e9:.2f} billion")
 
-# %%
-print(f"yours: {score_share(197, d_vit, d_ff_vit):.1%} at n = 197, {score_share(4097, d_vit, d_ff_vit):.1%} at n = 4,097")
 
 # %% [markdown]
 # At 224 pixels the `n × n` products are about 4% of the layer: the projections and above all
@@ -194,7 +201,7 @@ print(f"yours: {score_share(197, d_vit, d_ff_vit):.1%} at n = 197, {score_share(
 # %%
 n_cross = crossover_n(d_vit, d_ff_vit)
 print(f"crossover for ViT-Base: n = 2·{d_vit} + {d_ff_vit} = {n_cross:,} tokens; "
-      f"share there: {reference.score_share(n_cross, d_vit, d_ff_vit):.3f}")
+      f"share there: {score_share(n_cross, d_vit, d_ff_vit):.3f}")
 ns = np.unique(np.geomspace(16, 65_536, 200).astype(int))
 plot_layer_shares(ns, d_vit, d_ff_vit, marks=(197, 4097))
 plt.show()
@@ -220,21 +227,8 @@ plt.show()
 # When a new block brings a larger maximum `m′`, everything summed so far was measured against the
 # old `m`. Since `exp(s − m′) = exp(s − m) · exp(m − m′)`, multiplying `ℓ` and `a` by
 # `c = exp(m − m′)` brings them up to date; then add the new block's terms. After the last block
-# the output is `a / ℓ`, exactly the softmax-weighted average. Six scores in two blocks of three:
-
-# %%
-s = torch.tensor([1.0, 3.0, 2.0, 6.0, 5.0, 0.5], dtype=torch.float64)
-first, second = s[:3], s[3:]
-m = first.max()
-ell = torch.exp(first - m).sum()
-print(f"after block 1: m = {m:.1f}, ℓ = {ell:.4f}")
-m_new = torch.maximum(m, second.max())
-c = torch.exp(m - m_new)
-ell_new = ell * c + torch.exp(second - m_new).sum()
-print(f"after block 2: m = {m_new:.1f}, c = exp({m:.1f} − {m_new:.1f}) = {c:.4f}, ℓ = {ell:.4f}·c + ... = {ell_new:.4f}")
-print(f"whole row at once: ℓ = sum(exp(s − max)) = {torch.exp(s - s.max()).sum():.4f}")
-print(f"forgetting c:      ℓ = {ell + torch.exp(second - m_new).sum():.4f}  (the first block counted "
-      f"{1 / c:.0f} times too much)")
+# the output is `a / ℓ`, exactly the softmax-weighted average. Try it on paper with the scores
+# `[1, 3, 2]` and then `[6, 5, 0.5]`: what is `c`, and what goes wrong if you forget it?
 
 # %% [markdown]
 # For attention, the blocks are blocks of **keys**: each block gives an `(n_q, block_size)` slice
@@ -273,6 +267,10 @@ def online_softmax_attention(q, k, v, block_size=64):
 # %% nbgrader={"grade": true, "grade_id": "online_softmax_attention_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 check_online_softmax_attention(online_softmax_attention)
 ### BEGIN HIDDEN TESTS
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(online_softmax_attention, check_online_softmax_attention, "online_softmax_attention")
 _seeds = fresh_seeds(4)
 for _seed, _shape in zip(_seeds, [((), 3, 29, 16, 2), ((4,), 11, 64, 4, 9), ((2, 2), 1, 45, 6, 6)]):
     check_online_softmax_attention(online_softmax_attention, _seed, *_shape, verbose=False)
@@ -285,6 +283,23 @@ expect_close(_out, F.scaled_dot_product_attention(_q, _k, _v),
              "online_softmax_attention with the default block_size on (B, H, T, d) float32 inputs, "
              "against torch's scaled_dot_product_attention", atol=1e-5)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# The update on six scores in two blocks of three — compare with your pen-and-paper numbers:
+
+# %%
+s = torch.tensor([1.0, 3.0, 2.0, 6.0, 5.0, 0.5], dtype=torch.float64)
+first, second = s[:3], s[3:]
+m = first.max()
+ell = torch.exp(first - m).sum()
+print(f"after block 1: m = {m:.1f}, ℓ = {ell:.4f}")
+m_new = torch.maximum(m, second.max())
+c = torch.exp(m - m_new)
+ell_new = ell * c + torch.exp(second - m_new).sum()
+print(f"after block 2: m = {m_new:.1f}, c = exp({m:.1f} − {m_new:.1f}) = {c:.4f}, ℓ = {ell:.4f}·c + ... = {ell_new:.4f}")
+print(f"whole row at once: ℓ = sum(exp(s − max)) = {torch.exp(s - s.max()).sum():.4f}")
+print(f"forgetting c:      ℓ = {ell + torch.exp(second - m_new).sum():.4f}  (the first block counted "
+      f"{1 / c:.0f} times too much)")
 
 # %% [markdown]
 # ### Measured on this machine
@@ -306,11 +321,11 @@ expect_close(_out, F.scaled_dot_product_attention(_q, _k, _v),
 # %%
 try:
     online_softmax_attention(torch.zeros(2, 4), torch.zeros(3, 4), torch.zeros(3, 4))
-    online, whose = online_softmax_attention, "yours"
+    yours, whose = {"online": online_softmax_attention}, "yours"
 except NotImplementedError:
-    online, whose = reference.online_softmax_attention, "the course's (yours is not finished yet)"
+    yours, whose = {}, "the course's (yours is not finished yet)"  # measure_methods' own default
 print(f"online = {whose}")
-points = measure_methods([256, 512, 1024, 2048], d=64, repeats=3, block_size=64, online=online)
+points = measure_methods([256, 512, 1024, 2048], d=64, repeats=3, block_size=64, **yours)
 print(cost_table(points))
 print()
 print(cost_ratios(points))

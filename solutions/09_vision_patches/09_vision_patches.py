@@ -36,7 +36,6 @@ from IPython.display import display
 from torch import nn
 
 from helpers import image_task, vision
-from helpers import patches as reference
 from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.patches import check_conv_to_linear, check_n_tokens, check_patchify
@@ -103,8 +102,9 @@ plt.show()
 # %%
 tiny = torch.arange(2 * 4 * 6.0).reshape(1, 2, 4, 6)  # (B, C, H, W) = (1, 2, 4, 6): pixel k holds k
 print("channel 0:\n", tiny[0, 0], "\nchannel 1:\n", tiny[0, 1])
-print("as tokens with P = 2 (course reference): (B, N, C·P·P) =", tuple(reference.patchify(tiny, 2).shape))
-print(reference.patchify(tiny, 2)[0])
+# With P = 2 this image gives (4/2)·(6/2) = 6 tokens of 2·2·2 = 8 numbers. The first two, cut out by hand:
+print("token 0:", tiny[0, :, 0:2, 0:2].flatten())  # rows 0-1, columns 0-1 of every channel
+print("token 1:", tiny[0, :, 0:2, 2:4].flatten())  # rows 0-1, columns 2-3
 
 # %% [markdown]
 # Token 0 is the top-left 2 × 2 square: `0, 1, 6, 7` from channel 0, then `24, 25, 30, 31` from
@@ -112,9 +112,11 @@ print(reference.patchify(tiny, 2)[0])
 #
 # **Exercise 1 (4 points).** Write `patchify(images, patch_size)` for a torch tensor
 # `(B, C, H, W)`, returning `(B, N, C·P·P)` in exactly this layout. Raise `ValueError` with a clear
-# message if `P` does not divide `H` or `W` — never crop silently. Hint: `reshape` to
-# `(B, C, H/P, P, W/P, P)`, `permute` the axes to `(B, H/P, W/P, C, P, P)`, then `reshape` again.
-# (`torch.nn.functional.unfold` can do it too; the check compares with it.)
+# message if `P` does not divide `H` or `W` — never crop silently. The result has the dtype of
+# `images`. Hint: slicing patch by patch in a loop works but is slow; one `reshape` alone cannot
+# do it, because the numbers of one patch do not sit next to each other in memory. Give the height
+# and the width two axes each — *which* patch, and *where inside* it — then ask in which order the
+# axes must stand for one token's numbers to come out together, in `(C, P, P)` order.
 
 # %% nbgrader={"grade": false, "grade_id": "patchify", "locked": false, "schema_version": 3, "solution": true}
 def patchify(images, patch_size):
@@ -133,6 +135,10 @@ def patchify(images, patch_size):
 # %% nbgrader={"grade": true, "grade_id": "patchify_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 check_patchify(patchify)
 ### BEGIN HIDDEN TESTS
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(patchify, check_patchify, "patchify")
 for seed in fresh_seeds(2):
     check_patchify(patchify, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -189,6 +195,11 @@ def n_tokens(height, width, patch_size, cls_token=True):
 # %% nbgrader={"grade": true, "grade_id": "n_tokens_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 check_n_tokens(n_tokens)
 ### BEGIN HIDDEN TESTS
+from helpers import patches as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(n_tokens, check_n_tokens, "n_tokens")
 for seed in fresh_seeds(2):
     check_n_tokens(n_tokens, seed=seed, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
@@ -266,6 +277,11 @@ def conv_to_linear(conv):
 # %% nbgrader={"grade": true, "grade_id": "conv_to_linear_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 check_conv_to_linear(conv_to_linear)
 ### BEGIN HIDDEN TESTS
+from helpers import patches as reference  # noqa: E402 -- the course's own, for comparing
+from helpers.checks.own_work import check_own_work  # noqa: E402
+
+# a function that hands its work to the course's own version scores 0
+check_own_work(conv_to_linear, check_conv_to_linear, "conv_to_linear")
 # The calls below use the course's patchify, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 

@@ -34,7 +34,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from helpers import attention as reference
+from helpers import attention as course  # the course's versions of lesson 02's functions
 from helpers.claims import (
     attention_as_convolution,
     causal_attention_peak_bytes,
@@ -103,7 +103,7 @@ grade_choice(claim_1, "a", "True for plain RNNs, and measurable: a word k steps 
 # %%
 rng = np.random.default_rng(0)
 Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
-_, W = reference.attention(Q, K, V)  # W: the (n_q, n_k) weights
+_, W = course.attention(Q, K, V)  # W: the (n_q, n_k) weights
 print("weights:", W.shape, "  V:", V.shape, "  Vᵀ:", V.T.shape)
 
 # %% [markdown]
@@ -134,8 +134,8 @@ grade_choice(claim_2, False, "False. With tokens as rows (Q = X W_Q), the weight
 x = rng.normal(size=(5, 4))
 w_q, w_k, w_v = (rng.normal(size=(4, 3)) for _ in range(3))
 perm = np.array([2, 0, 4, 1, 3])
-out, _ = reference.self_attention(x, w_q, w_k, w_v)
-out_shuffled, _ = reference.self_attention(x[perm], w_q, w_k, w_v)
+out, _ = course.self_attention(x, w_q, w_k, w_v)
+out_shuffled, _ = course.self_attention(x[perm], w_q, w_k, w_v)
 print("the tokens in their new order:              ", perm)
 print("row i of the new output is row … of the old:",
       [int(np.abs(out - row).sum(axis=1).argmin()) for row in out_shuffled])
@@ -330,8 +330,8 @@ print("convolution:", tuple(by_conv.shape), " attention with 3 relative-position
 print(f"largest difference: {(by_conv - by_attention).abs().max():.1e}")
 shuffled = torch.randperm(12, generator=g)
 print("without positions, a shuffle only shuffles the rows:",
-      torch.allclose(reference.scaled_dot_product_attention(x_seq[shuffled], x_seq[shuffled], x_seq[shuffled])[0],
-                     reference.scaled_dot_product_attention(x_seq, x_seq, x_seq)[0][shuffled]))
+      torch.allclose(course.scaled_dot_product_attention(x_seq[shuffled], x_seq[shuffled], x_seq[shuffled])[0],
+                     course.scaled_dot_product_attention(x_seq, x_seq, x_seq)[0][shuffled]))
 
 # %% [markdown]
 # Which verdict fits best?
@@ -406,7 +406,7 @@ grade_choice(claim_9, True, "True. A causal mask sets half of the scores to −�
 # %%
 Q3 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
 V3 = np.array([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]])
-out3, weights3 = reference.attention(Q3, Q3, V3)  # here K = Q
+out3, weights3 = course.attention(Q3, Q3, V3)  # here K = Q
 print("weights:\n", weights3)
 print("outputs:\n", out3)
 
