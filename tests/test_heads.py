@@ -5,6 +5,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -152,3 +153,52 @@ def test_fast_ablation_agrees_with_the_functional_forward(model):
     plt.close("all")
     with pytest.raises(ValueError, match="one seed per result"):
         heads.plot_ablation([result], [0, 1])
+
+
+# ---------------------------------------------------------------- lesson 06's review, head by head
+
+SENTENCE = "the food was not good".split()
+
+
+def test_review_patterns_are_the_models_weights_and_plot(model):
+    tokens, patterns = heads.review_patterns(model, SENTENCE)
+    assert tokens == ["[CLS]", *SENTENCE] and patterns.shape == (2, 4, 6, 6)
+    torch.testing.assert_close(patterns.sum(-1), torch.ones(2, 4, 6))
+    keys = heads.strongest_keys(tokens, patterns, query=0)
+    assert len(keys) == 2 and all(len(row) == 4 for row in keys)
+    for layer, head in [(0, 0), (1, 2)]:
+        word, weight = keys[layer][head]
+        assert weight == pytest.approx(float(patterns[layer, head, 0].max()))
+        assert word == tokens[int(patterns[layer, head, 0].argmax())]
+    assert heads.layers_splitting([[("not", 1.0), ("good", 0.9)], [("the", 1.0), ("not", 1.0)]],
+                                  ("not", "good")) == [0]
+    axes = heads.plot_head_patterns(tokens, patterns[0], "title")
+    assert len(axes) == 4 and axes[0].get_ylabel() == "query (row)"
+    with pytest.raises(ValueError, match="tokens"):
+        heads.plot_head_patterns(tokens[:3], patterns[0])
+    plt.close("all")
+    assert heads.span([0.5, 0.25, 1.0]) == "0.2–1.0" and heads.span([7, 7.01], 0) == "7"
+
+
+def test_lesson_06_statements_about_the_shipped_models():
+    """What lesson 06's prose says about the review and the ablation, checked on the shipped weights."""
+    models = {seed: training.load_model("attention", seed) for seed in (0, 1, 2)}
+    keys = {}
+    for seed, m in models.items():
+        tokens, patterns = heads.review_patterns(m, SENTENCE)
+        keys[seed] = heads.strongest_keys(tokens, patterns, query=0)
+        assert heads.layers_splitting(keys[seed], ("not", "good")), f"seed {seed}: no layer splits not/good"
+        if seed == 0:
+            good_row = patterns[0, :, -1]  # layer 1, query 'good': (H, T)
+            assert all(tokens[int(i)] == "was" for i in good_row.argmax(-1))
+    assert [word for word, _ in keys[0][0]] == ["not", "the", "good", "good"]
+    assert min(weight for _, weight in keys[0][0]) > 0.95
+    assert any(word == "food" for word, _ in keys[2][1])
+    data = training.test_data(True)
+    for seed, m in models.items():
+        summary = heads.ablation_summary(heads.head_ablation(m, data))
+        costs = np.sort(summary["removal_cost"].ravel())
+        assert costs[-1] > 2 * costs[-2] and summary["free"] >= 5, f"seed {seed}: {costs}"
+        if seed == 0:
+            assert summary["costliest"][:2] in [(0, 2), (0, 3)]  # one of the two heads reading 'good'
+            assert summary["removal_cost"][0, 1] < 1.0  # the head parked on 'the'
