@@ -14,6 +14,7 @@ Modules, by what a learner looks for:
 - ``masking``     lesson 04: causal and padding masks, the KV cache, the n² bill measured
 - ``positional``  lesson 05: sinusoidal encoding and RoPE references, their figures and widget
 - ``heads``       lesson 06: heads, nn.MultiheadAttention's layout, head ablation of a trained model
+- ``head_count``  lesson 06: ``python -m helpers.head_count`` trains the one-head classifier into data/heads
 - ``block``       lesson 07: LayerNorm, FFN, encoder and decoder blocks, pre- vs post-norm
 - ``inspect_models``  lesson 07: what the trained models look at (the [CLS] attention widget)
 - ``cost``        lesson 08: multiply-adds of a layer, time and memory of three attentions

@@ -1,5 +1,6 @@
 """Lesson 06: multi-head attention — the references, the bridge to ``nn.MultiheadAttention``,
-what heads cost, and head ablation on lesson 01's trained attention classifier.
+what heads cost, and on lesson 01's trained attention classifier: head ablation, and every head's
+weights on one review.
 
 Shapes: ``(B, T, D)`` tokens as rows; ``(B, H, T, d_h)`` split into ``H`` heads of width
 ``d_h = D / H``, head ``h`` owning the contiguous features ``h·d_h … (h+1)·d_h − 1``.
@@ -19,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import sentiment
 from .attention import scaled_dot_product_attention
 from .training import threads
 
@@ -282,4 +284,70 @@ def plot_ablation(results: Sequence[Ablation], seeds: Sequence[int], which: str 
         label = "one head removed" if which == "removed" else "only this head kept"
         ax.set_title(f"seed {seed}: {label}", fontsize=10)
     axes[-1].figure.colorbar(image, ax=list(axes), label="accuracy lost (points)", shrink=0.8)
+    return axes
+
+
+def ablation_summary(result: Ablation, cost: float = 1.0) -> dict:
+    """What one model's ablation measured: heads removable at < ``cost`` points on every test set,
+    the costliest head to remove, and per layer the best head kept alone (its worst test set)."""
+    worst = 100 * (result.full[None, None, :] - result.removed).max(axis=-1)  # (L, H) points
+    layer, head = np.unravel_index(np.argmax(worst), worst.shape)
+    alone = 100 * result.alone.min(axis=-1)  # (L, H) %
+    return {"free": int((worst < cost).sum()), "heads": int(worst.size), "removal_cost": worst,
+            "costliest": (int(layer), int(head), float(worst[layer, head])),
+            "best_alone": [(int(np.argmax(row)), float(row.max())) for row in alone]}
+
+
+def span(values: Sequence[float], digits: int = 1) -> str:
+    """'lo–hi' of ``values`` (one number when they agree at this precision)."""
+    lo, hi = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+# ----------------------------------------------------------------------------- one review, head by head
+
+
+@torch.no_grad()
+def review_patterns(model: nn.Module, words: Sequence[str]) -> tuple[list[str], torch.Tensor]:
+    """The tokens of one review ([CLS] first) and every head's weights (L, H, T, T) in ``model``."""
+    ids, lengths = sentiment.encode([list(words)], add_cls=True)
+    maps = model.attention_maps(ids, lengths)  # L tensors (1, H, T, T)
+    return [sentiment.CLS, *words], torch.stack([m[0] for m in maps])
+
+
+def strongest_keys(tokens: Sequence[str], weights: torch.Tensor,
+                   query: int = 0) -> list[list[tuple[str, float]]]:
+    """For every layer and head of weights (L, H, T, T): the token that position ``query`` puts
+    most weight on, and that weight."""
+    row = weights[:, :, query, :]  # (L, H, T)
+    best, index = row.max(dim=-1)  # (L, H)
+    return [[(tokens[int(i)], float(w)) for i, w in zip(ix, bw)] for ix, bw in zip(index, best)]
+
+
+def layers_splitting(keys: list[list[tuple[str, float]]], words: Sequence[str]) -> list[int]:
+    """The layers (0-based) in which, for every word of ``words``, some head's strongest key is that word."""
+    return [layer for layer, row in enumerate(keys) if set(words) <= {word for word, _ in row}]
+
+
+def plot_head_patterns(tokens: Sequence[str], weights: torch.Tensor, title: str = "", axes=None):
+    """One heatmap per head of weights (H, T, T): row = query, column = key; returns the axes."""
+    H, T, _ = weights.shape
+    if T != len(tokens):
+        raise ValueError(f"weights are over {T} tokens, got {len(tokens)} tokens")
+    if axes is None:
+        axes = plt.subplots(1, H, figsize=(3.0 * H, 3.3), layout="constrained", squeeze=False)[1][0]
+    for h, ax in enumerate(axes):
+        ax.imshow(weights[h].numpy(), cmap="Blues", vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(T), tokens, rotation=60, ha="right", fontsize=8)
+        ax.set_yticks(range(T), tokens if h == 0 else [], fontsize=8)
+        for i, j in np.ndindex(T, T):
+            w = float(weights[h, i, j])
+            if w >= 0.1:
+                text = f"{w:.2f}"
+                ax.text(j, i, "1" if text == "1.00" else text.lstrip("0"), ha="center", va="center",
+                        fontsize=7, color="white" if w > 0.6 else "black")
+        ax.set_title(f"head {h}", fontsize=10)
+    if H:
+        axes[0].set_ylabel("query (row)")
+        axes[0].figure.suptitle(title, fontsize=10)
     return axes

@@ -125,17 +125,20 @@ def test_data(add_cls: bool, data_seed: int = DEFAULT.data_seed) -> dict[str, En
 
 
 def train_run(name: str, seed: int, config: TrainConfig = DEFAULT, fast: bool = True,
-              progress: Callable[[], None] | None = None, losses: list[float] | None = None) -> nn.Module:
+              progress: Callable[[], None] | None = None, losses: list[float] | None = None,
+              factory: Callable[[], nn.Module] | None = None) -> nn.Module:
     """Train model ``name`` from scratch with ``seed``: length buckets if ``fast``, else the plain loop.
 
     Runs with ``config.threads`` torch threads; ``progress`` is called after every epoch, and the
-    mean training loss of every epoch is appended to ``losses``. Returns the model in eval mode.
+    mean training loss of every epoch is appended to ``losses``. ``factory`` builds a variant of
+    the model instead of ``build(name)`` (lesson 06's one-head classifier). Returns the model in
+    eval mode.
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}; choose one of {list(MODEL_NAMES)}")
     with threads(config.threads):
         torch.manual_seed(seed)
-        model = build(name)
+        model = factory() if factory is not None else build(name)
         data = _training_data(config.n_train, config.data_seed, model.needs_cls)
         generator = torch.Generator().manual_seed(seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)

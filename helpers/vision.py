@@ -1,6 +1,6 @@
 """Lesson 09's two image classifiers, their training, and the shipped weights and results.
 
-    python -m helpers.vision     # train both on the corner task -> data/vision/ (a few minutes)
+    python -m helpers.vision     # both models, seeds 0-2 -> data/vision/ (8 to 30 minutes on 2 cores)
 
 - ``TinyViT``: a patch embedding (a convolution with kernel = stride = P), a learned [CLS] token
   and learned positions, pre-norm encoder blocks whose attention is written out so that the
@@ -8,7 +8,7 @@
 - ``SmallCNN``: three blocks of two 3 × 3 convolutions and a 2 × 2 max-pool, then a small MLP.
 
 Both read images ``(B, 1, 32, 32)`` and return one logit per image ``(B,)`` (label 1 if > 0).
-Each model is trained in its own process with one thread, from a fixed seed, so the command
+Each run (a model and a seed) is trained in its own process with one thread, so the command
 reproduces ``data/vision/`` exactly on the same machine.
 """
 
@@ -20,7 +20,7 @@ import math
 import multiprocessing
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -32,6 +32,7 @@ from .runtime import threads
 
 DATA_DIR = paths.data_root() / "vision"
 MODEL_NAMES = ("vit", "cnn")
+SEEDS = (0, 1, 2)  # every model is trained once from each
 
 
 # ---------------------------------------------------------------- the tiny ViT
@@ -249,38 +250,55 @@ def _print(line: str) -> None:
 
 
 def _train_and_save(name: str, config: TrainConfig, out_dir: Path, verbose: bool = True) -> dict:
-    """Train ``name``, save its weights to ``out_dir/<name>.pt``; return its entry of the results."""
+    """Train ``name`` with ``config.seed``, save its weights to ``out_dir/<name>_seed<seed>.pt``;
+    return its run's entry of the results."""
     start = time.perf_counter()
     model, history = train(name, config, log=_print if verbose else None)
     seconds = time.perf_counter() - start
-    torch.save(model.state_dict(), out_dir / f"{name}.pt")
+    torch.save(model.state_dict(), weights_path(name, config.seed, out_dir))
     x, y = image_task.training_set(config.n_train).tensors()
     with threads(config.threads):
         train_accuracy = accuracy(model, x, y)
-    return {"parameters": n_parameters(model), "test_accuracy": history[-1],
-            "train_accuracy": train_accuracy, "history": history, "seconds": round(seconds, 1),
-            "config": asdict(model.config)}
+    return {"seed": config.seed, "test_accuracy": history[-1], "train_accuracy": train_accuracy,
+            "history": history, "seconds": round(seconds, 1),
+            "parameters": n_parameters(model), "config": asdict(model.config)}
 
 
-def run_experiment(config: TrainConfig = DEFAULT, out_dir: Path = DATA_DIR, processes: int = 2,
-                   verbose: bool = True) -> dict:
-    """Train both models (in parallel processes, one thread each); write weights and results.json."""
+def weights_path(name: str, seed: int, directory: Path = DATA_DIR) -> Path:
+    """Where the weights of model ``name`` trained from ``seed`` are stored."""
+    return Path(directory) / f"{name}_seed{seed}.pt"
+
+
+def run_experiment(config: TrainConfig = DEFAULT, seeds: tuple[int, ...] = SEEDS, out_dir: Path = DATA_DIR,
+                   processes: int = 2, verbose: bool = True) -> dict:
+    """Train both models once per seed (in parallel processes, one thread each); write the weights
+    and results.json. ``config.seed`` is replaced by each seed in turn."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    jobs = [(name, config, out_dir, verbose) for name in MODEL_NAMES]
+    jobs = [(name, replace(config, seed=seed), out_dir, verbose) for seed in seeds for name in MODEL_NAMES]
     if processes > 1:
         with multiprocessing.get_context("spawn").Pool(min(processes, len(jobs))) as pool:
             entries = pool.starmap(_train_and_save, jobs)
     else:
         entries = [_train_and_save(*job) for job in jobs]
+    models = {}
+    for (name, *_), entry in zip(jobs, entries):
+        model = models.setdefault(name, {"parameters": entry.pop("parameters"), "config": entry.pop("config"),
+                                         "runs": []})
+        entry.pop("parameters", None)
+        entry.pop("config", None)
+        model["runs"].append(entry)
+    training = asdict(config)
+    training.pop("seed")
     results = {
         "command": "python -m helpers.vision",
         "task": {"image_size": image_task.IMAGE_SIZE, "n_train": config.n_train,
                  "n_test": image_task.N_TEST, "train_seed": image_task.TRAIN_SEED,
                  "test_seed": image_task.TEST_SEED, "shapes": list(image_task.SHAPE_NAMES)},
-        "training": asdict(config),
-        "models": dict(zip(MODEL_NAMES, entries)),
+        "training": training,
+        "seeds": list(seeds),
+        "models": models,
         "seconds": round(time.perf_counter() - start, 1),
         "torch": torch.__version__,
     }
@@ -297,9 +315,10 @@ def load_results(directory: Path = DATA_DIR) -> dict:
     return json.loads(path.read_text())
 
 
-def load_model(name: str, directory: Path = DATA_DIR) -> nn.Module:
-    """Model ``name`` with the weights stored in ``directory`` (by default the shipped ones), in eval mode."""
-    path = paths.require(directory, "python -m helpers.vision") / f"{name}.pt"
+def load_model(name: str, seed: int = 0, directory: Path = DATA_DIR) -> nn.Module:
+    """Model ``name`` trained from ``seed``, with the weights stored in ``directory`` (by default
+    the shipped ones), in eval mode."""
+    path = weights_path(name, seed, paths.require(directory, "python -m helpers.vision"))
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `python -m helpers.vision` to create it")
     model = build(name)
@@ -307,15 +326,73 @@ def load_model(name: str, directory: Path = DATA_DIR) -> nn.Module:
     return model.eval()
 
 
+def ranges(results: dict) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per model, the (lowest, highest) over the seeds of its final test and train accuracy."""
+    out = {}
+    for name, entry in results["models"].items():
+        runs = entry["runs"]
+        out[name] = {key: (min(r[key] for r in runs), max(r[key] for r in runs))
+                     for key in ("test_accuracy", "train_accuracy")}
+    return out
+
+
+def first_epoch_at(history: list[float], level: float) -> int | None:
+    """The first epoch (counted from 1) whose test accuracy reaches ``level``; None if none does."""
+    return next((epoch for epoch, value in enumerate(history, start=1) if value >= level), None)
+
+
+def runs_table(results: dict) -> str:
+    """One line per model and seed: test and training accuracy, and the first epoch at 60, 90 and 99%."""
+    levels = (0.6, 0.9, 0.99)
+    lines = [f"{'model':>5} {'seed':>4} {'test':>7} {'train':>7}   first epoch at"
+             + "".join(f"{level:>6.0%}" for level in levels)]
+    for name, entry in results["models"].items():
+        for run in entry["runs"]:
+            firsts = [first_epoch_at(run["history"], level) for level in levels]
+            accuracies = f"{run['test_accuracy']:>7.1%} {run['train_accuracy']:>7.1%}"
+            lines.append(f"{name:>5} {run['seed']:>4} {accuracies}" + " " * 17
+                         + "".join(f"{'never' if e is None else e:>6}" for e in firsts))
+    return "\n".join(lines)
+
+
+def run_summary(results: dict, chance: float = 0.55) -> dict[str, str]:
+    """Per model, one sentence with the ranges over the seeds of what ``runs_table`` lists."""
+    def span(values, fmt) -> str:
+        lo, hi = format(min(values), fmt), format(max(values), fmt)
+        return lo if lo == hi else f"{lo}–{hi}"
+
+    out = {}
+    for name, entry in results["models"].items():
+        runs = entry["runs"]
+        test, train = ([r[key] for r in runs] for key in ("test_accuracy", "train_accuracy"))
+        text = (f"{name}, {len(runs)} seeds: test accuracy {span(test, '.1%')}, "
+                f"training accuracy {span(train, '.1%')}")
+        stuck = [(first_epoch_at(r["history"], chance) or len(r["history"]) + 1) - 1 for r in runs]
+        if max(stuck) > 0:
+            text += f"; below {chance:.0%} (chance is 50%) for the first {span(stuck, 'd')} epochs"
+        for level in (0.9, 0.99):
+            firsts = [first_epoch_at(r["history"], level) for r in runs]
+            if all(e is None for e in firsts):
+                text += f"; never {level:.0%}"
+            elif all(e is not None for e in firsts):
+                text += f"; reaches {level:.0%} at epoch {span(firsts, 'd')}"
+            else:
+                text += f"; {level:.0%} in {sum(e is not None for e in firsts)} of {len(runs)} seeds"
+        out[name] = text + "."
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Train lesson 09's tiny ViT and small CNN.")
     parser.add_argument("--out", type=Path, default=DATA_DIR, help="folder for weights and results.json")
-    parser.add_argument("--processes", type=int, default=2, help="train the two models side by side")
+    parser.add_argument("--processes", type=int, default=2, help="runs trained side by side")
     args = parser.parse_args(argv)
     results = run_experiment(out_dir=args.out, processes=args.processes)
     for name, entry in results["models"].items():
-        print(f"{name}: {entry['parameters']:,} parameters, test accuracy {entry['test_accuracy']:.4f}, "
-              f"train accuracy {entry['train_accuracy']:.4f}, {entry['seconds']} s")
+        for run in entry["runs"]:
+            print(f"{name} seed {run['seed']}: {entry['parameters']:,} parameters, test accuracy "
+                  f"{run['test_accuracy']:.4f}, train accuracy {run['train_accuracy']:.4f}, "
+                  f"{run['seconds']} s")
     print(f"total {results['seconds']} s -> {args.out}")
     return 0
 
@@ -325,13 +402,15 @@ if __name__ == "__main__":
 
 
 def plot_histories(results: dict, ax=None):
-    """Test accuracy after each epoch, one line per model, from ``load_results()``."""
+    """Test accuracy after each epoch, one line per model and seed, from ``load_results()``."""
     if ax is None:
         ax = plt.subplots(figsize=(5, 3.2), layout="constrained")[1]
-    for name, entry in results["models"].items():
-        epochs = range(1, len(entry["history"]) + 1)
-        ax.plot(epochs, entry["history"], "o-", ms=3,
-                label=f"{name} ({entry['parameters']:,} parameters)")
+    for colour, (name, entry) in zip(("C0", "C1", "C2"), results["models"].items()):
+        for i, run in enumerate(entry["runs"]):
+            epochs = range(1, len(run["history"]) + 1)
+            label = f"{name}, {len(entry['runs'])} seeds ({entry['parameters']:,} parameters)"
+            label = label if i == 0 else None
+            ax.plot(epochs, run["history"], "o-", ms=2.5, lw=1.2, color=colour, alpha=0.8, label=label)
     ax.axhline(0.5, color="0.5", lw=0.8, ls=":", label="chance")
     ax.set_ylim(0.4, 1.02)
     ax.xaxis.get_major_locator().set_params(integer=True)
