@@ -90,7 +90,9 @@ with np.errstate(over="ignore", invalid="ignore"):  # keep NumPy's warnings off 
 #
 # **Exercise 1 (3 points).** Write `softmax(x, axis=-1)` for a NumPy array of any shape,
 # normalising along `axis`. It must work for logits of ±1000, give weight exactly 0 to `-inf`
-# entries, and leave `x` unchanged.
+# entries, and leave `x` unchanged. You may assume that every row has at least one finite entry:
+# a row that is entirely `-inf` has no softmax (the stable recipe gives NaN there), and lesson 04
+# decides what attention does with such a row.
 
 # %% nbgrader={"grade": false, "grade_id": "softmax", "locked": false, "schema_version": 3, "solution": true}
 def softmax(x, axis=-1):

@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from helpers.attention import softmax  # the stable softmax of lesson 02
+from helpers.attention import softmax as course_softmax  # lesson 02's stable softmax, the course's version
 from helpers.checks import (
     check_entropy,
     check_score_std,
@@ -201,7 +201,7 @@ check_own_work(entropy, check_entropy, "entropy")
 for seed, shape in zip(fresh_seeds(2), [(3, 7), (6, 4)]):
     check_entropy(entropy, seed=seed, shape=shape, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
-_p3 = softmax(_rng.normal(scale=3.0, size=(2, 5, 4)), axis=1)
+_p3 = course_softmax(_rng.normal(scale=3.0, size=(2, 5, 4)), axis=1)
 _zeros = _rng.random(_p3.shape) < 0.3  # zeros scattered anywhere...
 _zeros[:, 0, :] = False  # ...but never a whole distribution
 _p3[_zeros] = 0.0
@@ -266,10 +266,10 @@ for seed in fresh_seeds(2):
 # Against finite differences of the softmax itself, on fresh logits.
 _z = _rng.normal(scale=2.0, size=int(_rng.integers(3, 10)))
 _h = 1e-5
-_numeric = np.column_stack([(softmax(_z + _h * _e) - softmax(_z - _h * _e)) / (2 * _h)
+_numeric = np.column_stack([(course_softmax(_z + _h * _e) - course_softmax(_z - _h * _e)) / (2 * _h)
                             for _e in np.eye(len(_z))])  # column j = ∂p/∂z_j
 with quiet():
-    _jac = softmax_jacobian(softmax(_z))
+    _jac = softmax_jacobian(course_softmax(_z))
 # atol: a float32 Jacobian is off by up to ~1e-7 on the diagonal, where p − p² cancels near p = 1.
 expect_close(_jac, _numeric, "softmax_jacobian against finite differences of softmax",
              rtol=1e-5, atol=5e-7)
@@ -284,9 +284,9 @@ expect_close(np.asarray(_jac).sum(axis=0), np.zeros(len(_z)),
 # %%
 z = np.array([1.0, -0.5, 2.0, 0.3])
 step = 1e-6
-numeric = np.column_stack([(softmax(z + step * e) - softmax(z - step * e)) / (2 * step)
+numeric = np.column_stack([(course_softmax(z + step * e) - course_softmax(z - step * e)) / (2 * step)
                            for e in np.eye(len(z))])  # (n, n) column j = ∂p/∂z_j
-print("largest difference from finite differences:", np.abs(softmax_jacobian(softmax(z)) - numeric).max())
+print("largest difference from finite differences:", np.abs(softmax_jacobian(course_softmax(z)) - numeric).max())
 
 # %% [markdown]
 # Now the typical query of the figure above, at `d_k = 64`: how large is its Jacobian (the
@@ -296,7 +296,7 @@ print("largest difference from finite differences:", np.abs(softmax_jacobian(sof
 view = scaling_view(64, False)
 raw = view.scores[view.shown]  # (16,) the typical query's raw scores q·k
 for label, z in (("q·k      ", raw), ("q·k / √64", raw / np.sqrt(64))):
-    p = softmax(z)
+    p = course_softmax(z)
     print(f"{label}: largest weight {p.max():.4f}, "
           f"‖∂p/∂z‖ = {np.linalg.norm(softmax_jacobian(p)):.2e}")
 

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from IPython.display import display
 
-from helpers.attention import self_attention  # the NumPy self-attention of lesson 02
+from helpers.attention import self_attention as course_self_attention  # lesson 02's, the course's version
 from helpers.checks import hint  # after a failing check, hint() shows how to fix it
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.positional import check_rope, check_sinusoidal_encoding
@@ -83,8 +83,8 @@ def embed(sentence):
 
 
 sentence_a, sentence_b = "the food was not good", "not the food was good"
-out_a, weights_a = self_attention(embed(sentence_a), w_q, w_k, w_v)  # (5, 8), (5, 5)
-out_b, weights_b = self_attention(embed(sentence_b), w_q, w_k, w_v)
+out_a, weights_a = course_self_attention(embed(sentence_a), w_q, w_k, w_v)  # (5, 8), (5, 5)
+out_b, weights_b = course_self_attention(embed(sentence_b), w_q, w_k, w_v)
 order = [sentence_a.split().index(word) for word in sentence_b.split()]  # B's word k is A's word order[k]
 print("B's words are A's words in the order", order)
 print("B's output rows == A's output rows in that order:", np.allclose(out_b, out_a[order]),
@@ -108,8 +108,8 @@ plt.show()
 
 # %%
 pooled_a, pooled_b = out_a.mean(axis=0), out_b.mean(axis=0)
-cls_a = self_attention(embed("[CLS] " + sentence_a), w_q, w_k, w_v)[0][0]  # output row of [CLS]
-cls_b = self_attention(embed("[CLS] " + sentence_b), w_q, w_k, w_v)[0][0]
+cls_a = course_self_attention(embed("[CLS] " + sentence_a), w_q, w_k, w_v)[0][0]  # output row of [CLS]
+cls_b = course_self_attention(embed("[CLS] " + sentence_b), w_q, w_k, w_v)[0][0]
 print(f"mean-pooled outputs: largest difference {np.abs(pooled_a - pooled_b).max():.1e}")
 print(f"[CLS] outputs:       largest difference {np.abs(cls_a - cls_b).max():.1e}")
 
@@ -228,8 +228,8 @@ print(f"dim 0 at positions 0 and 44 (seven turns apart): {pe[0, 0]:.3f} and {pe[
 pe_small = sinusoidal_encoding(6, d_model).numpy()  # (6, 8): positions 0..5
 x_a = embed("[CLS] " + sentence_a) + pe_small
 x_b = embed("[CLS] " + sentence_b) + pe_small
-out_pos_a, _ = self_attention(x_a, w_q, w_k, w_v)
-out_pos_b, _ = self_attention(x_b, w_q, w_k, w_v)
+out_pos_a, _ = course_self_attention(x_a, w_q, w_k, w_v)
+out_pos_b, _ = course_self_attention(x_b, w_q, w_k, w_v)
 for name, u, v in [("[CLS] outputs", out_pos_a[0], out_pos_b[0]),
                    ("mean-pooled outputs", out_pos_a.mean(0), out_pos_b.mean(0))]:
     print(f"{name:>20}: largest difference {np.abs(u - v).max():.3f}, "

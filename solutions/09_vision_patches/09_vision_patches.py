@@ -182,7 +182,9 @@ plt.show()
 # head builds an `n × n` matrix of scores.
 #
 # **Exercise 2 (2 points).** Write `n_tokens(height, width, patch_size, cls_token=True)`
-# returning the number of tokens as an `int`.
+# returning the number of tokens as an `int`. You may assume that `patch_size` divides both
+# `height` and `width`: a ViT crops or resizes its images so that it does (the course's version
+# refuses other sizes).
 
 # %% nbgrader={"grade": false, "grade_id": "n_tokens", "locked": false, "schema_version": 3, "solution": true}
 def n_tokens(height, width, patch_size, cls_token=True):
@@ -261,7 +263,8 @@ display(patch_size_explorer(image, patch_size=4))
 # `P`, returning `(weight, bias)` of shapes `(C·P·P, D)` and `(D,)` such that
 # `patchify(x, P) @ weight + bias` equals `conv(x).flatten(2).transpose(1, 2)`, the conv's output
 # read as a token sequence. If the conv has no bias (`conv.bias is None`), return a zero bias, so
-# the formula still works.
+# the formula still works. Whether the two tensors still track gradients (`.detach()` or not) is
+# up to you: the check compares their values only.
 
 # %% nbgrader={"grade": false, "grade_id": "conv_to_linear", "locked": false, "schema_version": 3, "solution": true}
 def conv_to_linear(conv):
