@@ -2,8 +2,8 @@
 
 A checkout (``make setup``, an editable install) finds ``data/`` beside ``helpers/``. An
 installed copy of the helpers (a shared class environment, a container image) has no checkout
-beside it: there ``ATTENTION_DATA`` names the folder holding ``sentiment/`` and ``vision/``
-(``make hub`` sets it for every user).
+beside it: there ``ATTENTION_DATA`` names the folder holding ``sentiment/``, ``vision/`` and the
+other results listed in data/README.md (``make hub`` sets it for every user).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ CHECKOUT_DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 def data_root() -> Path:
-    """The folder holding ``sentiment/`` and ``vision/``."""
+    """The folder holding the shipped results (``sentiment/``, ``vision/``, …; data/README.md)."""
     configured = os.environ.get("ATTENTION_DATA")
     return Path(configured) if configured else CHECKOUT_DATA
 
