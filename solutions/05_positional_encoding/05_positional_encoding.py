@@ -428,7 +428,7 @@ _q, _k = torch.randn(1, _d, generator=_g, dtype=torch.float64), torch.randn(1, _
 _delta = int(_rng.integers(-20, 21))
 with quiet(), course_callees(rope, "sinusoidal_encoding", verbose=False):
     _scores = [float(rope(_q, torch.tensor([p]), _base)[0] @ rope(_k, torch.tensor([p + _delta]), _base)[0])
-               for p in _rng.choice(1000, size=5, replace=False).tolist()]
+               for p in _rng.choice(np.arange(20, 1000), size=5, replace=False).tolist()]  # p + Δ ≥ 0
 # float32 angles near position 1000 move each score by up to ~1e-5 · |q| |k|; a rope that
 # breaks the offset property moves it by about |q| |k|.
 expect_close(_scores, np.full(5, _scores[0]), f"rope(q at p)·rope(k at p + {_delta}) for five different p",
