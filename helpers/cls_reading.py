@@ -27,7 +27,7 @@ from . import sentiment
 from .heads import classifier_logits
 from .inspect_models import attention_forward, roles
 from .runtime import threads
-from .training import Encoded, load_model
+from .training import Encoded, load_model, span
 
 SEEDS: tuple[int, ...] = (0, 1, 2)
 ROLES: tuple[str, ...] = ("[CLS]", "first word", "negation", "adjective", "distractor", "elsewhere")
@@ -100,16 +100,9 @@ def readings(test_set: str = "fillers_4", seeds: Sequence[int] = SEEDS) -> list[
     return [cls_reading(load_model("attention", s), reviews, s) for s in seeds]
 
 
-def value_range(values: Sequence[float]) -> tuple[float, float]:
-    """(smallest, largest) of ``values``: how the course reports a result over seeds."""
-    values = [float(v) for v in values]
-    return min(values), max(values)
-
-
 def percent_range(values: Sequence[float]) -> str:
     """'12–34%' over ``values`` in [0, 1] (one number if they round alike)."""
-    lo, hi = (round(100 * v) for v in value_range(values))
-    return f"{lo}%" if lo == hi else f"{lo}–{hi}%"
+    return span([100 * float(v) for v in values], ".0f", "%")
 
 
 def reading_rows(reading: Reading) -> list[str]:

@@ -298,12 +298,6 @@ def ablation_summary(result: Ablation, cost: float = 1.0) -> dict:
             "best_alone": [(int(np.argmax(row)), float(row.max())) for row in alone]}
 
 
-def span(values: Sequence[float], digits: int = 1) -> str:
-    """'lo–hi' of ``values`` (one number when they agree at this precision)."""
-    lo, hi = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
-    return lo if lo == hi else f"{lo}–{hi}"
-
-
 # ----------------------------------------------------------------------------- one review, head by head
 
 

@@ -313,8 +313,15 @@ def accuracy_ranges(results: dict) -> dict[str, dict[str, tuple[float, float]]]:
     return ranges
 
 
+def span(values: Sequence[float], fmt: str = ".1f", unit: str = "") -> str:
+    """'lo–hi' of ``values`` formatted with ``fmt`` (one number when both ends agree), then ``unit``:
+    how the course reports a result over seeds."""
+    lo, hi = format(min(values), fmt), format(max(values), fmt)
+    return (lo if lo == hi else f"{lo}–{hi}") + unit
+
+
 def _span(lo: float, hi: float) -> str:
-    return f"{100 * lo:.1f}%" if lo == hi else f"{100 * lo:.1f}–{100 * hi:.1f}%"
+    return span((100 * lo, 100 * hi), ".1f", "%")
 
 
 def results_markdown(results: dict) -> str:

@@ -29,6 +29,7 @@ from torch import nn
 
 from . import image_task, paths
 from .runtime import threads
+from .training import span
 
 DATA_DIR = paths.data_root() / "vision"
 MODEL_NAMES = ("vit", "cnn")
@@ -357,10 +358,6 @@ def runs_table(results: dict) -> str:
 
 def run_summary(results: dict, chance: float = 0.55) -> dict[str, str]:
     """Per model, one sentence with the ranges over the seeds of what ``runs_table`` lists."""
-    def span(values, fmt) -> str:
-        lo, hi = format(min(values), fmt), format(max(values), fmt)
-        return lo if lo == hi else f"{lo}–{hi}"
-
     out = {}
     for name, entry in results["models"].items():
         runs = entry["runs"]

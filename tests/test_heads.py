@@ -177,7 +177,7 @@ def test_review_patterns_are_the_models_weights_and_plot(model):
     with pytest.raises(ValueError, match="tokens"):
         heads.plot_head_patterns(tokens[:3], patterns[0])
     plt.close("all")
-    assert heads.span([0.5, 0.25, 1.0]) == "0.2–1.0" and heads.span([7, 7.01], 0) == "7"
+    assert training.span([0.5, 0.25, 1.0]) == "0.2–1.0" and training.span([7, 7.01], ".0f") == "7"
 
 
 def test_lesson_06_statements_about_the_shipped_models():

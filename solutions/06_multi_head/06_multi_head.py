@@ -50,7 +50,6 @@ from helpers.heads import (
     plot_ablation,
     plot_head_patterns,
     review_patterns,
-    span,
     strongest_keys,
     tagged_tokens,
     torch_mask,
@@ -449,9 +448,9 @@ for seed, summary, result in zip(seeds, summaries, ablations):
     for layer, (head, kept) in enumerate(summary["best_alone"]):
         print(f"seed {seed}, layer {layer + 1}: the best single head ({head}) keeps {kept:.1f}% or more on "
               f"every test set (all heads: {100 * result.full.min():.1f}%)")
-free = span([s["free"] for s in summaries], digits=0)
-costliest = span([s["costliest"][2] for s in summaries])
-alone = span([kept for s in summaries for _, kept in s["best_alone"]])
+free = training.span([s["free"] for s in summaries], ".0f")
+costliest = training.span([s["costliest"][2] for s in summaries])
+alone = training.span([kept for s in summaries for _, kept in s["best_alone"]])
 print(f"\nOver the {len(seeds)} seeds, measured after training, one change at a time: {free} of "
       f"{summaries[0]['heads']} heads can each be removed at < 1 point, the costliest head costs {costliest} "
       f"points, and the best head of a layer, kept alone, holds {alone}% on its worst test set.")
