@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from .masking import best_time, log_axes_against_n
+from .masking import log_axes_against_n, median_time
 from .runtime import threads
 
 MIB = 2**20
@@ -198,7 +198,7 @@ def tensor_memory(fn: Callable, *args, **kwargs) -> TensorMeter:
 
 @dataclass(frozen=True)
 class MethodCost:
-    """One attention method at one n: best time (one thread) and bytes counted by TensorMeter."""
+    """One attention method at one n: median time (one thread) and bytes counted by TensorMeter."""
 
     method: str
     n: int
@@ -219,7 +219,7 @@ def attention_methods(online: Callable = online_softmax_attention,
 
 def measure_methods(ns: Sequence[int], d: int = 64, repeats: int = 3, block_size: int = 64,
                     online: Callable = online_softmax_attention, seed: int = 0) -> list[MethodCost]:
-    """Time (best of repeats) and memory of each method on (1, 1, n, d) float32 self-attention."""
+    """Time (median of repeats) and memory of each method on (1, 1, n, d) float32 self-attention."""
     if repeats < 1 or not ns or any(int(n) < 1 for n in ns):
         raise ValueError(f"need repeats ≥ 1 and at least one n ≥ 1, got repeats={repeats}, ns={list(ns)}")
     g = torch.Generator().manual_seed(seed)
@@ -230,7 +230,7 @@ def measure_methods(ns: Sequence[int], d: int = 64, repeats: int = 3, block_size
         for name, fn in attention_methods(online, block_size).items():
             meter = tensor_memory(fn, q, k, v)
             with torch.no_grad():
-                seconds = best_time(fn, q, k, v, repeats=repeats)
+                seconds = median_time(fn, q, k, v, repeats=repeats)
             points.append(MethodCost(name, int(n), seconds, meter.peak_bytes, meter.largest_bytes))
     return points
 
@@ -319,7 +319,7 @@ def _series(points: Sequence[MethodCost], method: str) -> list[MethodCost]:
 
 
 def plot_method_costs(points: Sequence[MethodCost], axes=None):
-    """Two log-log panels against n: best time (ms) and peak memory (MiB) of each method."""
+    """Two log-log panels against n: median time (ms) and peak memory (MiB) of each method."""
     if not points:
         raise ValueError("plot_method_costs needs at least one measured point")
     if axes is None:
@@ -340,7 +340,7 @@ def plot_method_costs(points: Sequence[MethodCost], axes=None):
         if mine:  # a guide through the method's last point
             axes[panel].plot(grid, value(mine[-1]) * (grid / mine[-1].n) ** power, style, color="0.5", lw=1,
                              label=f"∝ n{'²' if power == 2 else ''} (through {method}'s last point)")
-    axes[0].set_ylabel("best time (ms)")
+    axes[0].set_ylabel("median time (ms)")
     axes[0].set_title("time of one attention (one thread)")
     axes[1].set_ylabel("peak MiB of tensors alive at once")
     axes[1].set_title("memory of one attention")

@@ -1,9 +1,9 @@
 """Time and memory of three attention implementations, up to longer sequences than lesson 08 runs.
 
-    python -m helpers.cost_benchmark                    # n = 256 … 4096, d = 64, best of 3
+    python -m helpers.cost_benchmark                    # n = 256 … 4096, d = 64, median of 3
     python -m helpers.cost_benchmark --max-n 8192 --repeats 5
 
-Prints the table (best time on one thread; peak MiB of the tensors alive at once, counted by
+Prints the table (median time on one thread; peak MiB of the tensors alive at once, counted by
 ``helpers.cost.TensorMeter``) and, for each n, how much slower and hungrier naive attention is
 than the blocked online-softmax version and than ``torch.nn.functional.scaled_dot_product_attention``.
 Not run by the tests or the lesson: at n = 4096 naive attention alone holds 128 MiB of scores.
@@ -36,12 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-n", type=int, default=4096, help="longest sequence (default 4096)")
     parser.add_argument("--min-n", type=int, default=256, help="shortest sequence (default 256)")
     parser.add_argument("--d", type=int, default=64, help="width of queries, keys and values (default 64)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per point, best kept (default 3)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per point (default 3)")
     parser.add_argument("--block-size", type=int, default=64, help="key block of the online version")
     args = parser.parse_args(argv)
     ns = sequence_lengths(args.max_n, args.min_n)
     print(f"torch {torch.__version__}, {platform.machine()}, one thread; d = {args.d}, "
-          f"block_size = {args.block_size}, best of {args.repeats}")
+          f"block_size = {args.block_size}, median of {args.repeats}")
     points = measure_methods(ns, d=args.d, repeats=args.repeats, block_size=args.block_size)
     print(cost_table(points))
     print()

@@ -9,6 +9,7 @@ all-zero weights and a zero output, never NaN. Shapes: ``(B, T)`` for one flag p
 from __future__ import annotations
 
 import math
+import statistics
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -105,7 +106,7 @@ def decode_trace(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> list[Deco
 
 @dataclass(frozen=True)
 class CostPoint:
-    """Measured cost of one (n, d) self-attention: best time of the repeats and traced peak memory."""
+    """Measured cost of one (n, d) self-attention: median time of the repeats and traced peak memory."""
 
     n: int
     seconds: float  # torch on one thread, no mask
@@ -114,8 +115,11 @@ class CostPoint:
     matrix_bytes: int  # one n × n float32 matrix
 
 
-def best_time(fn: Callable, *args, repeats: int = 5) -> float:
-    """Seconds of the fastest of ``repeats`` calls fn(*args), after one warm-up call, on one thread."""
+def median_time(fn: Callable, *args, repeats: int = 5) -> float:
+    """Median seconds of ``repeats`` calls fn(*args), after one warm-up call, on one thread.
+
+    The median, not the fastest: a single lucky or disturbed run moves it little.
+    """
     if repeats < 1:
         raise ValueError(f"need repeats ≥ 1, got {repeats}")
     with threads(1):
@@ -125,7 +129,7 @@ def best_time(fn: Callable, *args, repeats: int = 5) -> float:
             start = time.perf_counter()
             fn(*args)
             times.append(time.perf_counter() - start)
-    return min(times)  # the least disturbed run: other programs only ever add time
+    return statistics.median(times)
 
 
 def traced_peak_bytes(fn: Callable, *args, **kwargs) -> int:
@@ -172,8 +176,8 @@ def measure_attention_cost(ns: Sequence[int], d: int = 64, repeats: int = 5,
         mask = causal_mask(n)
         points.append(CostPoint(
             n=int(n),
-            seconds=best_time(scaled_dot_product_attention, q, k, v, repeats=repeats),
-            seconds_causal=best_time(scaled_dot_product_attention, q, k, v, mask, repeats=repeats),
+            seconds=median_time(scaled_dot_product_attention, q, k, v, repeats=repeats),
+            seconds_causal=median_time(scaled_dot_product_attention, q, k, v, mask, repeats=repeats),
             peak_bytes=numpy_attention_peak_bytes(n, d, seed),
             matrix_bytes=attention_matrix_bytes(n, 1, 4),
         ))
@@ -223,7 +227,7 @@ def _n_squared_guide(ax, ns, anchor: float, label: str = "∝ n² (through the l
 
 
 def plot_cost(points: Sequence[CostPoint], axes=None):
-    """Two panels against n: best time (ms) with and without a causal mask, and peak memory (MiB)."""
+    """Two panels against n: median time (ms) with and without a causal mask, and peak memory (MiB)."""
     if not points:
         raise ValueError("plot_cost needs at least one measured point")
     if axes is None:
@@ -234,7 +238,7 @@ def plot_cost(points: Sequence[CostPoint], axes=None):
     axes[0].plot(ns, np.array([p.seconds_causal for p in points]) * 1e3, "s--", color="#dd8452",
                  label="causal mask")
     _n_squared_guide(axes[0], ns, ms[-1])
-    axes[0].set_ylabel("best time (ms)")
+    axes[0].set_ylabel("median time (ms)")
     axes[0].set_title("time of one attention (torch, d = 64)")
     peak = np.array([p.peak_bytes for p in points]) / MIB
     axes[1].plot(ns, peak, "o-", color="#c44e52", label="peak traced (NumPy float32)")

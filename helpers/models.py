@@ -129,12 +129,10 @@ class EncoderLayer(nn.Module):
         self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
 
-    def attend(self, x: torch.Tensor, keep: torch.Tensor,
+    def scores(self, x: torch.Tensor, keep: torch.Tensor,
                n_queries: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Multi-head self-attention of x (B, T, D); keep (B, T) is True at real tokens.
-
-        Returns the output (B, T_q, D) and the weights (B, H, T_q, T) of the first ``n_queries``
-        positions as queries (all T when None); every position is a key.
+        """The scaled scores q·k/√d_head (B, H, T_q, T) of x (B, T, D), −∞ at padded keys, and the
+        values (B, H, T, D/H); the first ``n_queries`` positions are the queries (all T when None).
         """
         B, T, D = x.shape
         H = self.n_heads
@@ -142,9 +140,19 @@ class EncoderLayer(nn.Module):
         q, k, v = qkv.view(B, T, 3, H, D // H).permute(2, 0, 3, 1, 4)  # each (B, H, T, D/H)
         q = q[:, :, :n_queries]  # (B, H, T_q, D/H)
         scores = q @ k.transpose(-2, -1) / math.sqrt(D // H)  # (B, H, T_q, T)
-        scores = scores.masked_fill(~keep[:, None, None, :], float("-inf"))  # no query looks at padding
+        return scores.masked_fill(~keep[:, None, None, :], float("-inf")), v  # no query looks at padding
+
+    def attend(self, x: torch.Tensor, keep: torch.Tensor,
+               n_queries: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Multi-head self-attention of x (B, T, D); keep (B, T) is True at real tokens.
+
+        Returns the output (B, T_q, D) and the weights (B, H, T_q, T) of the first ``n_queries``
+        positions as queries (all T when None); every position is a key.
+        """
+        scores, v = self.scores(x, keep, n_queries)
         weights = scores.softmax(dim=-1)  # [CLS] is always a real key: no row is empty
-        out = (weights @ v).transpose(1, 2).reshape(B, q.shape[2], D)  # heads side by side again
+        B, T_q, D = weights.shape[0], weights.shape[2], x.shape[2]
+        out = (weights @ v).transpose(1, 2).reshape(B, T_q, D)  # heads side by side again
         return self.self_attn.out_proj(out), weights
 
     def forward(self, x: torch.Tensor, keep: torch.Tensor, n_queries: int | None = None) -> torch.Tensor:
@@ -196,15 +204,19 @@ class AttentionClassifier(nn.Module):
         return self.from_embeddings(self.embed(ids), lengths, cls_only)
 
     @torch.no_grad()
-    def attention_maps(self, ids: torch.Tensor, lengths: torch.Tensor) -> list[torch.Tensor]:
-        """The attention weights of every layer, each (B, H, T, T): row i = query i over the keys."""
+    def attention_scores(self, ids: torch.Tensor, lengths: torch.Tensor) -> list[torch.Tensor]:
+        """The scaled scores of every layer, each (B, H, T, T), −∞ at padded keys: row i = query i."""
         _check_inputs(ids, lengths)
         h, keep = self._start(self.embed(ids), lengths)
-        maps = []
+        scores = []
         for layer in self.layers:
-            maps.append(layer.attend(layer.norm1(h), keep)[1])
+            scores.append(layer.scores(layer.norm1(h), keep)[0])
             h = layer(h, keep)
-        return maps
+        return scores
+
+    def attention_maps(self, ids: torch.Tensor, lengths: torch.Tensor) -> list[torch.Tensor]:
+        """The attention weights of every layer, each (B, H, T, T): row i = query i over the keys."""
+        return [s.softmax(dim=-1) for s in self.attention_scores(ids, lengths)]
 
 
 MODELS: dict[str, type[nn.Module]] = {"rnn": RNNClassifier, "lstm": LSTMClassifier,

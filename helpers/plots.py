@@ -181,3 +181,35 @@ def plot_scaling_sweep(sweep: Sweep, axes=None):
         _log2_axis(ax, d_ks)
         ax.legend(fontsize=8)
     return axes
+
+
+def plot_trained_spread(spreads, predicted: float, axes=None):
+    """Each head's score spread (log scale) and entropy share: untrained, then trained layer by layer."""
+    from .scaling import UNSCALED_64, _groups
+
+    if axes is None:
+        axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")[1]
+    groups = _groups(spreads)
+    seeds = sorted({h.seed for h in spreads})
+    colours = plt.cm.viridis(np.linspace(0.1, 0.8, len(seeds)))
+    for ax, field, label in ((axes[0], "score_std", "std of q·k / √d_head"),
+                             (axes[1], "entropy", "mean entropy / log(number of keys)")):
+        for x, (_, heads) in enumerate(groups):
+            for colour, seed in zip(colours, seeds):
+                values = [getattr(h, field) for h in heads if h.seed == seed]
+                jitter = np.linspace(-0.18, 0.18, len(values)) + (seed - np.mean(seeds)) * 0.04
+                ax.scatter(x + jitter, values, s=22, color=colour, label=f"seed {seed}" if x == 0 else None)
+        ax.set_xticks(range(len(groups)), [name.replace(", ", "\n") for name, _ in groups])
+        ax.set_ylabel(label)
+    axes[0].set_yscale("log")
+    axes[0].axhline(predicted, color="tab:blue", ls="--", lw=1)
+    axes[0].text(0.99, predicted, f"predicted at init: {predicted:.2g}",
+                 transform=axes[0].get_yaxis_transform(), ha="right", va="bottom", color="tab:blue",
+                 fontsize=8)
+    axes[0].axhline(UNSCALED_64, color="tab:red", ls=":", lw=1)
+    axes[0].text(0.01, UNSCALED_64, f"unscaled scores at d_k = 64: {UNSCALED_64:g}",
+                 transform=axes[0].get_yaxis_transform(), ha="left", va="bottom", color="tab:red", fontsize=8)
+    axes[1].set_ylim(0, 1.05)
+    axes[1].axhline(1, color="grey", ls=":", lw=1)  # uniform weights
+    axes[0].legend(fontsize=8, loc="upper left")
+    return axes

@@ -7,7 +7,8 @@ at the frequency ``ω_i = base^(−2i/d)`` radians per position.
 - ``rope``: the pair ``(x_2i, x_2i+1)`` at position ``p`` is rotated by the angle ``p ω_i``,
   ``(x_2i cos θ − x_2i+1 sin θ, x_2i sin θ + x_2i+1 cos θ)``, applied to queries and keys.
 
-Figures for the lesson live in ``helpers.positional_plots``.
+The ``plot_*`` functions draw the lesson's figures. At the end: what lesson 01's trained attention
+classifier did with its learned position table (``learned_positions``).
 """
 
 from __future__ import annotations
@@ -309,3 +310,126 @@ def pair_explorer(pair: int = 2, offset: int = 3, start: int = 0, d_model: int =
         control.observe(update, names="value")
     first = update()
     return WithFallback(W.VBox([W.HBox([pick, shift, first_p]), picture, numbers]), first)
+
+
+# What lesson 01's attention classifier did with its learned position table ------------------------
+
+ABLATIONS = ("trained table", "table it started from", "rows shuffled", "no positions")
+
+
+@dataclass(frozen=True)
+class LearnedPositions:
+    """Lesson 01's attention classifiers (one per seed): their learned position tables, compared with
+    the sinusoidal encoding of the same width, and their accuracy when the table is changed."""
+
+    seeds: tuple[int, ...]
+    n_positions: int  # positions 0 … n − 1 occur in training reviews ([CLS] is position 0)
+    sinusoidal: np.ndarray  # (n, n) cosine similarity of PE rows
+    trained: dict[int, np.ndarray]  # seed -> (n, n) cosine similarity of the trained table's rows
+    untrained: dict[int, np.ndarray]  # seed -> (n, n) the same for the table training started from
+    moved: dict[int, float]  # seed -> ‖trained − start‖ / ‖start‖ over the n rows
+    accuracy: dict[tuple[int, str], float]  # (seed, ablation) -> share right over lesson 01's four test sets
+
+
+def cosine_similarity(table) -> np.ndarray:
+    """(n, n) cosine similarity between the rows of a table (n, d)."""
+    t = torch.as_tensor(table, dtype=torch.float64)
+    t = t / t.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    return (t @ t.T).numpy()
+
+
+def mean_by_offset(m, max_offset: int) -> np.ndarray:
+    """Mean of m[p, p + Δ] over p for Δ = 1 … max_offset: (max_offset,)."""
+    m = _matrix_2d(m, "m")
+    if not 1 <= max_offset < m.shape[0]:
+        raise ValueError(f"max_offset must be in 1 … {m.shape[0] - 1}, got {max_offset}")
+    return np.array([np.diagonal(m, k).mean() for k in range(1, max_offset + 1)])
+
+
+def learned_positions(seeds=(0, 1, 2), per_set: int = 500) -> LearnedPositions:
+    """Measure the shipped attention classifiers of lesson 01 (``data/sentiment/``) on the first
+    ``per_set`` reviews of each of its four test sets."""
+    from . import sentiment, training
+
+    training.check_sample(seeds, per_set)
+    n = sentiment.DEFAULT.max_train_words + 1  # the longest training review, with [CLS] in front
+    tests = [(data.ids[:per_set], data.lengths[:per_set], data.labels[:per_set].bool())
+             for data in training.test_data(add_cls=True).values()]
+    total = sum(len(labels) for *_, labels in tests)
+    trained, untrained, moved, accuracy = {}, {}, {}, {}
+    for seed in seeds:
+        model = training.load_model("attention", seed)
+        start = training.initial_model("attention", seed).positions.weight.detach().clone()
+        table = model.positions.weight.detach().clone()
+        trained[seed], untrained[seed] = cosine_similarity(table[:n]), cosine_similarity(start[:n])
+        moved[seed] = float((table[:n] - start[:n]).norm() / start[:n].norm())
+        order = torch.randperm(len(table), generator=torch.Generator().manual_seed(seed))
+        variants = dict(zip(ABLATIONS, (table, start, table[order], torch.zeros_like(table))))
+        with torch.no_grad():
+            for name, rows in variants.items():
+                model.positions.weight.copy_(rows)
+                right = sum(int(((model(ids, lengths, cls_only=True) > 0) == labels).sum())
+                            for ids, lengths, labels in tests)
+                accuracy[seed, name] = right / total
+            model.positions.weight.copy_(table)
+    d = int(start.shape[1])
+    return LearnedPositions(tuple(seeds), n, cosine_similarity(sinusoidal_encoding(n, d)),
+                            trained, untrained, moved, accuracy)
+
+
+def learned_positions_table(lp: LearnedPositions) -> str:
+    """Accuracy over the four test sets with each version of the table: the range over seeds."""
+    from .training import span
+
+    lines = [f"{'position table':24} accuracy (seeds {', '.join(map(str, lp.seeds))})"]
+    for name in ABLATIONS:
+        lines.append(f"{name:24} {span([100 * lp.accuracy[s, name] for s in lp.seeds], '.1f', '%')}")
+    return "\n".join(lines)
+
+
+def learned_positions_reading(lp: LearnedPositions, near: int = 3, width: int = 92) -> str:
+    """What the figure and the table say, in sentences computed from them."""
+    import textwrap
+
+    from .training import span
+
+    sin = mean_by_offset(lp.sinusoidal, near)
+    learned = [mean_by_offset(lp.trained[s], near).mean() for s in lp.seeds]
+    far = [np.abs(mean_by_offset(lp.trained[s], lp.n_positions // 2)).max() for s in lp.seeds]
+    acc = {name: [100 * lp.accuracy[s, name] for s in lp.seeds] for name in ABLATIONS}
+    text = (f"Neighbours (offsets 1 to {near}) have a mean cosine similarity of {sin.mean():.2f} in the "
+            f"sinusoidal table and {span(learned, '.2f')} in the trained ones; at no offset up to "
+            f"{lp.n_positions // 2} does a trained table's mean similarity exceed {max(far):.2f} "
+            "in size. Training moved the table by "
+            f"{span([100 * lp.moved[s] for s in lp.seeds], '.0f', '%')} of its size. Yet the model needs "
+            f"it: {span(acc['trained table'], '.1f', '%')} right with it, "
+            f"{span(acc['rows shuffled'], '.1f', '%')} with its rows shuffled and "
+            f"{span(acc['no positions'], '.1f', '%')} without positions; with the random table it started "
+            f"from, {span(acc['table it started from'], '.1f', '%')}.")
+    return textwrap.fill(text, width)
+
+
+def plot_learned_positions(lp: LearnedPositions, seed: int | None = None, max_offset: int = 30, axes=None):
+    """Cosine similarity of the sinusoidal table and of one trained table, and both by offset."""
+    seed = lp.seeds[0] if seed is None else seed
+    if axes is None:
+        axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained",
+                            gridspec_kw={"width_ratios": [1, 1, 1.2]})[1]
+    plot_position_matrix(lp.sinusoidal, axes[0], "sinusoidal PE, same width", "cosine similarity")
+    plot_position_matrix(lp.trained[seed], axes[1], f"trained table, seed {seed}", "cosine similarity")
+    for im_ax in axes[:2]:  # one colour scale for both tables
+        im_ax.images[0].set_cmap("RdBu_r")
+        im_ax.images[0].set_clim(-1, 1)
+    offsets = np.arange(1, max_offset + 1)
+    ax = axes[2]
+    ax.plot(offsets, mean_by_offset(lp.sinusoidal, max_offset), color="tab:blue", lw=2.5, label="sinusoidal")
+    for k, s in enumerate(lp.seeds):
+        ax.plot(offsets, mean_by_offset(lp.trained[s], max_offset), color="tab:orange", lw=1.5,
+                label="trained tables" if k == 0 else None)
+        ax.plot(offsets, mean_by_offset(lp.untrained[s], max_offset), color="grey", lw=1, ls=":",
+                label="tables before training" if k == 0 else None)
+    ax.axhline(0, color="black", lw=0.5)
+    ax.set_xlabel("offset Δ")
+    ax.set_ylabel("mean cosine similarity of p and p + Δ")
+    ax.legend(fontsize=8)
+    return axes

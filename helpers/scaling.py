@@ -227,3 +227,125 @@ def init_spread(d_model: int = 512, d_k: int = 64, n_tokens: int = 2048, seed: i
             off_diagonal = ~torch.eye(n_tokens, dtype=torch.bool)  # a token against the others
             raw = scores[off_diagonal]
     return InitSpread(float(q.std()), float(raw.std()), float(raw.std() / math.sqrt(d_k)))
+
+
+@dataclass(frozen=True)
+class HeadSpread:
+    """How one head of lesson 01's attention classifier scores its keys, on lesson 01's test reviews."""
+
+    seed: int
+    layer: int  # 1 or 2
+    head: int  # 1 … 4
+    trained: bool  # the shipped weights, or the same model as initialised from the same seed
+    score_std: float  # std of q·k/√d_head over the real (query, key) pairs
+    entropy: float  # mean entropy of a query's weights, as a share of log(number of real keys)
+    largest: float  # mean largest weight of a query
+    stalled: float  # share of queries whose softmax Jacobian has Frobenius norm below STALLED
+
+
+UNSCALED_64 = math.sqrt(64)  # the spread of q·k for unit-variance components at d_k = 64
+
+
+def init_prediction(model) -> float:
+    """The spread of q·k/√d_head that the variance argument predicts for ``model`` at initialisation.
+
+    PyTorch draws ``nn.MultiheadAttention``'s input projection (3D, D) with Xavier's uniform
+    initialisation: weights of variance 2 / (fan_in + fan_out). A pre-norm layer feeds it
+    LayerNorm's output, of variance 1 per token at initialisation, so each component of q and k
+    has variance σ² = D · 2 / (D + 3D) = ½, and the scaled scores have standard deviation σ².
+    """
+    fan_out, fan_in = model.layers[0].self_attn.in_proj_weight.shape
+    return fan_in * 2.0 / (fan_in + fan_out)
+
+
+def _row_stats(scores, keep):
+    """Per query row of scaled scores (B, T, T) with −∞ at padding: entropy share, largest, ‖J‖."""
+    import torch
+
+    p = scores.softmax(dim=-1)  # (B, T, T)
+    entropy = -torch.where(p > 0, p * p.clamp_min(1e-30).log(), 0.0).sum(-1)  # (B, T)
+    n_keys = keep.sum(-1, keepdim=True).expand_as(entropy).double()  # (B, T)
+    p2 = (p * p).sum(-1)
+    # ‖diag(p) − p pᵀ‖²_F = Σ p_i² − 2 Σ p_i³ + (Σ p_i²)²
+    jacobian = (p2 - 2 * (p ** 3).sum(-1) + p2 ** 2).clamp_min(0).sqrt()
+    return entropy / n_keys.log(), p.max(-1).values, jacobian
+
+
+def trained_spread(seeds: Sequence[int] = (0, 1, 2), per_set: int = 250) -> list[HeadSpread]:
+    """Every head of the shipped attention classifiers (lesson 01) and of the same models untrained.
+
+    Reads the first ``per_set`` reviews of each of lesson 01's four test sets; only real tokens count,
+    as queries and as keys.
+    """
+    import torch
+
+    from . import training
+
+    training.check_sample(seeds, per_set)
+    reviews = [(data.ids[:per_set], data.lengths[:per_set])
+               for data in training.test_data(add_cls=True).values()]
+    out = []
+    for seed in seeds:
+        untrained = training.initial_model("attention", seed)  # what training started from
+        for trained, model in ((False, untrained), (True, training.load_model("attention", seed))):
+            model.eval()
+            per_layer: dict[tuple[int, int], list] = {}
+            for ids, lengths in reviews:
+                ids = ids[:, : int(lengths.max())]
+                keep = torch.arange(ids.shape[1]) < lengths[:, None]  # (B, T) real tokens
+                pairs = keep[:, :, None] & keep[:, None, :]  # (B, T, T) real query and real key
+                for layer, scores in enumerate(model.attention_scores(ids, lengths), start=1):
+                    for head in range(scores.shape[1]):
+                        s = scores[:, head].double()  # (B, T, T)
+                        share, largest, jacobian = _row_stats(s, keep)
+                        per_layer.setdefault((layer, head + 1), []).append(
+                            (s[pairs], share[keep], largest[keep], jacobian[keep]))
+            for (layer, head), parts in per_layer.items():
+                s, share, largest, jacobian = (torch.cat(column) for column in zip(*parts))
+                out.append(HeadSpread(seed, layer, head, trained, float(s.std()), float(share.mean()),
+                                      float(largest.mean()), float((jacobian < STALLED).double().mean())))
+    return out
+
+
+def _groups(spreads: Sequence[HeadSpread]) -> list[tuple[str, list[HeadSpread]]]:
+    """The heads at initialisation (both layers), then the trained heads of each layer."""
+    layers = sorted({s.layer for s in spreads})
+    groups = [("at initialisation", [s for s in spreads if not s.trained])]
+    groups += [(f"trained, layer {n}", [s for s in spreads if s.trained and s.layer == n]) for n in layers]
+    return [(name, heads) for name, heads in groups if heads]
+
+
+def trained_spread_table(spreads: Sequence[HeadSpread]) -> str:
+    """Ranges over heads and seeds: score spread, entropy share, largest weight, stalled queries."""
+    from .training import span
+
+    lines = [f"{'':20} {'heads':>5}  {'std of q·k/√d':>14}  {'entropy / log n':>15}  "
+             f"{'largest weight':>14}  {'stalled':>9}"]
+    for name, heads in _groups(spreads):
+        lines.append(f"{name:20} {len(heads):>5}  {span([h.score_std for h in heads], '.2g'):>14}  "
+                     f"{span([h.entropy for h in heads], '.2f'):>15}  "
+                     f"{span([h.largest for h in heads], '.2f'):>14}  "
+                     f"{span([100 * h.stalled for h in heads], '.0f', '%'):>9}")
+    return "\n".join(lines)
+
+
+def trained_spread_reading(spreads: Sequence[HeadSpread], predicted: float, width: int = 92) -> str:
+    """What the table says, in sentences computed from it."""
+    from .training import span
+
+    untrained = [h.score_std for h in spreads if not h.trained]
+    trained = [h for h in spreads if h.trained]
+    growth = [t.score_std / u.score_std for t in trained for u in spreads
+              if not u.trained and (u.seed, u.layer, u.head) == (t.seed, t.layer, t.head)]
+    layers = sorted({h.layer for h in trained})
+    last = [h.score_std for h in trained if h.layer == layers[-1]]
+    beyond = sum(v > UNSCALED_64 for v in last)
+    sharp = sum(h.largest > 0.5 for h in trained)
+    text = (f"Before training, the {len(untrained)} heads' scaled scores have a spread of "
+            f"{span(untrained, '.2f')}: the variance argument predicts {predicted:.2f}. After training "
+            f"each head's spread is {span(growth, '.3g', '×')} what it started with. In layer "
+            f"{layers[-1]} it is {span(last, '.2g')}, and {beyond} of its {len(last)} heads spread their "
+            f"scores wider than {UNSCALED_64:g}, the spread of unscaled scores at d_k = 64. "
+            f"In {sharp} of the {len(trained)} trained heads the average query puts more than half of "
+            "its weight on one key.")
+    return textwrap.fill(text, width)

@@ -124,6 +124,23 @@ def test_data(add_cls: bool, data_seed: int = DEFAULT.data_seed) -> dict[str, En
             for name, reviews in sentiment.test_sets(seed=data_seed).items()}
 
 
+def check_sample(seeds: Sequence[int], per_set: int) -> None:
+    """The arguments of a measurement over shipped models: at least one seed, at least one review per set."""
+    if per_set < 1 or not seeds:
+        raise ValueError(f"need per_set ≥ 1 and at least one seed, "
+                         f"got per_set={per_set}, seeds={list(seeds)}")
+
+
+def initial_model(name: str, seed: int) -> nn.Module:
+    """Model ``name`` exactly as ``train_run`` initialises it from ``seed``, before any training.
+
+    The caller's global torch random state is left as it was.
+    """
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return build(name)
+
+
 def train_run(name: str, seed: int, config: TrainConfig = DEFAULT, fast: bool = True,
               progress: Callable[[], None] | None = None, losses: list[float] | None = None,
               factory: Callable[[], nn.Module] | None = None) -> nn.Module:

@@ -293,7 +293,7 @@ def run_experiment(config: TrainConfig = DEFAULT, seeds: tuple[int, ...] = SEEDS
     training = asdict(config)
     training.pop("seed")
     results = {
-        "command": "python -m helpers.vision",
+        "command": "python -m helpers.vision" + ("" if config.n_train == DEFAULT.n_train else " --sweep"),
         "task": {"image_size": image_task.IMAGE_SIZE, "n_train": config.n_train,
                  "n_test": image_task.N_TEST, "train_seed": image_task.TRAIN_SEED,
                  "test_seed": image_task.TEST_SEED, "shapes": list(image_task.SHAPE_NAMES)},
@@ -379,18 +379,38 @@ def run_summary(results: dict, chance: float = 0.55) -> dict[str, str]:
     return out
 
 
+SWEEP_SIZES = (2_500, 5_000, 20_000)  # training-set sizes besides the default 10,000
+
+
+def sweep_dir(n_train: int, directory: Path = DATA_DIR) -> Path:
+    """Where the runs with ``n_train`` training images are stored (the default size: ``directory``)."""
+    return Path(directory) if n_train == DEFAULT.n_train else Path(directory) / f"n_train_{n_train}"
+
+
+def load_sweep(directory: Path = DATA_DIR) -> dict[int, dict]:
+    """The results of every training-set size, by size: the default run and the sweep's."""
+    sizes = sorted((DEFAULT.n_train, *SWEEP_SIZES))
+    return {n: load_results(sweep_dir(n, directory)) for n in sizes}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Train lesson 09's tiny ViT and small CNN.")
     parser.add_argument("--out", type=Path, default=DATA_DIR, help="folder for weights and results.json")
     parser.add_argument("--processes", type=int, default=2, help="runs trained side by side")
+    parser.add_argument("--sweep", action="store_true",
+                        help=f"instead, train on {', '.join(f'{n:,}' for n in SWEEP_SIZES)} images, "
+                             "each size into its own n_train_N folder")
     args = parser.parse_args(argv)
-    results = run_experiment(out_dir=args.out, processes=args.processes)
-    for name, entry in results["models"].items():
-        for run in entry["runs"]:
-            print(f"{name} seed {run['seed']}: {entry['parameters']:,} parameters, test accuracy "
-                  f"{run['test_accuracy']:.4f}, train accuracy {run['train_accuracy']:.4f}, "
-                  f"{run['seconds']} s")
-    print(f"total {results['seconds']} s -> {args.out}")
+    sizes = SWEEP_SIZES if args.sweep else (DEFAULT.n_train,)
+    for n_train in sizes:
+        out = sweep_dir(n_train, args.out)
+        results = run_experiment(replace(DEFAULT, n_train=n_train), out_dir=out, processes=args.processes)
+        for name, entry in results["models"].items():
+            for run in entry["runs"]:
+                print(f"n_train {n_train:,} {name} seed {run['seed']}: {entry['parameters']:,} parameters, "
+                      f"test accuracy {run['test_accuracy']:.4f}, "
+                      f"train accuracy {run['train_accuracy']:.4f}, {run['seconds']} s")
+        print(f"total {results['seconds']} s -> {out}")
     return 0
 
 
@@ -413,5 +433,68 @@ def plot_histories(results: dict, ax=None):
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("epoch")
     ax.set_ylabel("test accuracy")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def _by_size(sweep: dict[int, dict], name: str, key: str) -> dict[int, list[float]]:
+    """{n_train: [the value of ``key`` of each seed's run]} for model ``name``."""
+    return {n: [run[key] for run in results["models"][name]["runs"]] for n, results in sorted(sweep.items())}
+
+
+def sweep_table(sweep: dict[int, dict]) -> str:
+    """One line per training-set size: each model's test and training accuracy, ranges over the seeds."""
+    names = list(next(iter(sweep.values()))["models"])
+    head = f"{'images':>8}" + "".join(f"  {name + ' test':>13}  {name + ' train':>13}" for name in names)
+    lines = [head]
+    for n in sorted(sweep):
+        cells = "".join(f"  {span(_by_size(sweep, name, 'test_accuracy')[n], '.1%'):>13}"
+                        f"  {span(_by_size(sweep, name, 'train_accuracy')[n], '.1%'):>13}" for name in names)
+        lines.append(f"{n:>8,}" + cells)
+    return "\n".join(lines)
+
+
+def sweep_reading(sweep: dict[int, dict], fitted: float = 0.95) -> dict[str, str]:
+    """Per model, a sentence on what more images did, computed from ``load_sweep()``: its test
+    accuracy at the smallest and largest size, and whether it fits its own training images."""
+    sizes = sorted(sweep)
+    small, large = sizes[0], sizes[-1]
+    out = {}
+    for name in next(iter(sweep.values()))["models"]:
+        test, train = _by_size(sweep, name, "test_accuracy"), _by_size(sweep, name, "train_accuracy")
+        text = (f"{name}: test accuracy {span(test[small], '.1%')} with {small:,} images, "
+                f"{span(test[large], '.1%')} with {large:,}")
+        unfit = [n for n in sizes if min(train[n]) < fitted]
+        if not unfit:
+            text += f"; at every size it fits its training images (at least {fitted:.0%} right on them)"
+        elif len(unfit) == len(sizes):
+            text += (f"; at no size does every seed fit its training images (training accuracy "
+                     f"{span(train[large], '.1%')} with {large:,}): it underfits whatever the amount of data")
+        else:
+            text += (f"; some seed stays below {fitted:.0%} on its own training images with "
+                     f"{', '.join(f'{n:,}' for n in unfit)} images")
+        out[name] = text + "."
+    return out
+
+
+def plot_sweep(sweep: dict[int, dict], ax=None):
+    """Test (solid) and training (dashed) accuracy against the number of training images, per seed."""
+    if ax is None:
+        ax = plt.subplots(figsize=(5.5, 3.4), layout="constrained")[1]
+    sizes = sorted(sweep)
+    for colour, name in zip(("C0", "C1", "C2"), next(iter(sweep.values()))["models"]):
+        for key, style in (("test_accuracy", "o-"), ("train_accuracy", "s--")):
+            values = _by_size(sweep, name, key)
+            for seed in range(len(values[sizes[0]])):
+                label = f"{name}, {key.split('_')[0]}" if seed == 0 else None
+                ax.plot(sizes, [values[n][seed] for n in sizes], style, color=colour, ms=3, lw=1,
+                        alpha=0.8, label=label)
+    ax.set_xscale("log")
+    ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+    ax.minorticks_off()
+    ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
+    ax.set_ylim(0.4, 1.02)
+    ax.set_xlabel("training images")
+    ax.set_ylabel("accuracy")
     ax.legend(fontsize=8)
     return ax

@@ -186,3 +186,55 @@ def test_pair_explorer_has_a_static_fallback():
     assert "pair 1" in html
     shown.widget.children[0].children[1].value = 5  # move the offset slider: the caption follows
     assert "offset of 5" in shown.widget.children[-1].value
+
+
+# ---------------------------------------------------------------- lesson 01's learned table
+
+
+@pytest.fixture(scope="module")
+def learned():
+    return pos.learned_positions(seeds=(0, 1, 2))
+
+
+def test_learned_positions_backs_lesson_05s_sentences(learned):
+    acc = learned.accuracy
+    for s in learned.seeds:
+        # "a row is no more like its neighbour than like a row far away"
+        assert abs(pos.mean_by_offset(learned.trained[s], 3).mean()) < 0.1
+        assert np.abs(pos.mean_by_offset(learned.trained[s], learned.n_positions // 2)).max() < 0.15
+        # "training left it close to the random vectors it started from" (a wrong start: about √2)
+        assert learned.moved[s] < 0.5
+        # "the model cannot do without it … that start still does much of the job … shuffled rows
+        # … do as badly as no positions at all"
+        assert acc[s, "trained table"] > 0.99
+        assert acc[s, "no positions"] < 0.65 and acc[s, "rows shuffled"] < 0.65
+        assert abs(acc[s, "rows shuffled"] - acc[s, "no positions"]) < 0.1
+        assert acc[s, "table it started from"] > max(acc[s, "rows shuffled"], acc[s, "no positions"]) + 0.2
+    # the sinusoidal table has the geometry the learned ones lack
+    assert pos.mean_by_offset(learned.sinusoidal, 3).mean() > 0.5
+
+
+def test_learned_positions_measures_what_it_says(learned):
+    from helpers.training import initial_model, load_model
+
+    n = learned.n_positions
+    table = load_model("attention", 2).positions.weight.detach()[:n]
+    assert np.allclose(learned.trained[2], torch.nn.functional.cosine_similarity(
+        table[:, None], table[None], dim=-1).numpy(), atol=1e-5)
+    start = initial_model("attention", 2).positions.weight.detach()[:n]
+    assert learned.moved[2] == pytest.approx(float((table - start).norm() / start.norm()), rel=1e-6)
+    assert np.allclose(learned.sinusoidal, pos.cosine_similarity(pos.sinusoidal_encoding(n, 32)))
+    m = np.arange(16.0).reshape(4, 4)
+    assert pos.mean_by_offset(m, 2).tolist() == [(1 + 6 + 11) / 3, (2 + 7) / 2]
+    with pytest.raises(ValueError, match="max_offset"):
+        pos.mean_by_offset(m, 4)
+
+
+def test_learned_positions_table_reading_and_figure(learned):
+    assert pos.learned_positions_table(learned).count("%") == len(pos.ABLATIONS)
+    assert "shuffled" in pos.learned_positions_reading(learned)
+    axes = pos.plot_learned_positions(learned)
+    assert len(axes[2].lines) == 1 + 2 * 3 + 1  # sinusoidal, trained and untrained per seed, zero line
+    plt.close("all")
+    with pytest.raises(ValueError, match="seed"):
+        pos.learned_positions(seeds=())

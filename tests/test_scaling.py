@@ -231,3 +231,100 @@ def test_sweep_reading_follows_the_numbers():
     # widths where scaling never loses: no sentence about the unscaled softmax being larger
     small = scaling_sweep((128, 256), n_queries=100)
     assert "larger one" not in sweep_reading(small)
+
+
+# ---------------------------------------------------------------- the trained model (lesson 01's)
+
+
+@pytest.fixture(scope="module")
+def spreads():
+    return sc.trained_spread(seeds=(0, 1, 2))
+
+
+@pytest.fixture(scope="module")
+def predicted():
+    from helpers.training import load_model
+
+    return sc.init_prediction(load_model("attention", 0))
+
+
+def test_init_prediction_is_sigma_squared_of_xavier_on_unit_inputs(predicted):
+    # Xavier on the (3D, D) projection: weight variance 2/(4D), component variance D·2/(4D) = ½.
+    assert predicted == pytest.approx(0.5)
+    # and a measurement agrees: unit-variance tokens through a freshly initialised projection
+    from helpers.training import initial_model
+
+    layer = initial_model("attention", 7).layers[0]
+    x = torch.randn(4000, 32)
+    with torch.no_grad():
+        q, k, _ = torch.nn.functional.linear(x, layer.self_attn.in_proj_weight).chunk(3, dim=-1)
+    assert float(q.var()) == pytest.approx(0.5, rel=0.2) and float(k.var()) == pytest.approx(0.5, rel=0.2)
+
+
+def test_initial_model_is_where_training_started():
+    """The untrained model of a seed is the one train_run starts from: same weights after zero steps."""
+    from dataclasses import replace
+
+    from helpers import training
+
+    config = replace(training.DEFAULT, epochs=1, n_train=64)
+    trained = training.train_run("attention", 3, config, fast=True)
+    start = training.initial_model("attention", 3)
+    # one epoch of one batch moves each weight by at most about the learning rate (Adam)
+    for (name, a), b in zip(trained.state_dict().items(), start.state_dict().values()):
+        assert (a - b).abs().max() <= 1.5 * config.lr, name
+    assert any((a - b).abs().max() > 0
+               for a, b in zip(trained.state_dict().values(), start.state_dict().values()))
+
+
+def test_trained_spread_backs_lesson_03s_sentences(spreads, predicted):
+    assert len(spreads) == 3 * 2 * 2 * 4  # seeds × (untrained, trained) × layers × heads
+    start = [h for h in spreads if not h.trained]
+    trained = [h for h in spreads if h.trained]
+    # "every head's spread sits near the predicted σ², and the weights are close to uniform"
+    assert all(0.7 * predicted < h.score_std < 1.3 * predicted for h in start)
+    assert all(h.entropy > 0.9 and h.stalled == 0 for h in start)
+    # "Some heads stay broad …; others turn into sharp lookups, with scores spread wider than
+    # unscaled scores at d_k = 64. Many of their queries are stalled"
+    assert any(h.entropy > 0.8 for h in trained)
+    sharp = [h for h in trained if h.largest > 0.9 and h.score_std > sc.UNSCALED_64]
+    assert sharp and all(h.stalled > 0.5 for h in sharp)
+    # training moved every head away from the start, wider
+    for t in trained:
+        (u,) = [u for u in start if (u.seed, u.layer, u.head) == (t.seed, t.layer, t.head)]
+        assert t.score_std > u.score_std
+
+
+def test_trained_spread_measures_what_it_says():
+    """The statistics of one head agree with a direct computation, review by review."""
+    from helpers.training import load_model, test_data
+
+    (h,) = [s for s in sc.trained_spread(seeds=(1,), per_set=1) if s.trained and s.layer == 1 and s.head == 2]
+    model = load_model("attention", 1)
+    scores, rows = [], []
+    for data in test_data(add_cls=True).values():  # the first review of each of the four test sets
+        n = int(data.lengths[0])
+        s = model.attention_scores(data.ids[:1, :n], data.lengths[:1])[0][0, 1].double()  # (n, n)
+        scores.append(s.flatten())
+        rows += [(p, n) for p in s.softmax(-1).numpy()]
+    assert h.score_std == pytest.approx(float(torch.cat(scores).std()), rel=1e-6)
+    assert h.entropy == pytest.approx(np.mean([sc.entropy(p) / np.log(n) for p, n in rows]), rel=1e-6)
+    assert h.largest == pytest.approx(np.mean([p.max() for p, _ in rows]), rel=1e-6)
+    assert h.stalled == pytest.approx(np.mean([np.linalg.norm(sc.softmax_jacobian(p)) < sc.STALLED
+                                               for p, _ in rows]))
+
+
+def test_trained_spread_table_reading_and_figure(spreads, predicted):
+    table = sc.trained_spread_table(spreads).splitlines()
+    assert [line.split()[0] for line in table[1:]] == ["at", "trained,", "trained,"]
+    reading = sc.trained_spread_reading(spreads, predicted)
+    assert f"predicts {predicted:.2f}" in reading and "24 trained heads" in reading
+    from helpers.plots import plot_trained_spread
+
+    axes = plot_trained_spread(spreads, predicted)
+    assert len(axes[0].collections) == 3 * 3  # groups × seeds
+    plt.close("all")
+    with pytest.raises(ValueError, match="per_set"):
+        sc.trained_spread(per_set=0)
+    with pytest.raises(ValueError, match="seed"):
+        sc.trained_spread(seeds=())

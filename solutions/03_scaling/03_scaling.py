@@ -366,8 +366,44 @@ print(f"std of q·k / √64:           {spread.scaled_score_std:.3f}")
 # illustration, not a proof: they note that without the scale, dot-product attention fell behind
 # additive attention for larger `d_k` (citing Britz et al. 2017), and *suspect* the reason —
 # large dot products push the softmax into regions where its gradients are extremely small, the
-# effect measured above. This lesson has no trained model; lesson 07 looks at the weights of
-# trained ones.
+# effect measured above.
+
+# %% [markdown]
+# ## What training does to the spread
+#
+# Lesson 01 trained a small attention classifier on its reviews: width 32, two layers of four
+# heads with `d_head = 8`, three seeds (`data/sentiment/`). Its weights show what happens after
+# the start. Below, every head of the three trained models reads 1,000 of lesson 01's test
+# reviews, and so does each model as it was initialised from the same seed, before any training.
+# Per head: the spread of its scaled scores `q·k/√d_head`, the entropy of a query's weights as a
+# share of `log n` (1 means uniform over the review's `n` tokens), the average largest weight,
+# and the share of queries whose Jacobian norm is below 0.01.
+#
+# Predict first. PyTorch initialises this model's query and key projections so that, on the
+# LayerNorm output every layer reads, each component of `q` and `k` has variance ½. What spread
+# does the variance argument then give `q·k/√d_head` at initialisation?
+
+# %%
+from helpers.plots import plot_trained_spread
+from helpers.scaling import init_prediction, trained_spread, trained_spread_reading, trained_spread_table
+from helpers.training import load_model
+
+predicted = init_prediction(load_model("attention", seed=0))  # σ² for this model's initialisation
+spreads = trained_spread(seeds=(0, 1, 2))
+plot_trained_spread(spreads, predicted)
+plt.show()
+print(trained_spread_table(spreads))
+print()
+print(trained_spread_reading(spreads, predicted))
+
+# %% [markdown]
+# At the start the argument holds: every head's spread sits near the predicted `σ²`, and the
+# weights are close to uniform, so every softmax starts in its sensitive range. Training then
+# gives each head the spread its job needs. Some heads stay broad and average over the review;
+# others turn into sharp lookups, with scores spread wider than unscaled scores at `d_k = 64`.
+# Many of their queries are stalled, and that is no defect at the end of training: such a query
+# has settled where it looks. The danger the scale removes is a softmax that is saturated
+# *before* the model has learned where to look — when every gradient it needs passes through it.
 
 # %% [markdown]
 # **Think (2 points, graded by hand).** A colleague divides the scores by `d_k` instead of
@@ -472,7 +508,8 @@ grade_choice(quiz_3, "b", "the argument needs only independent components of mea
 # - Dividing by `√d_k` keeps the spread of the scores near 1 at every width, so the softmax
 #   starts out the same whatever `d_k` is.
 # - The argument is about initialisation: trained queries and keys are neither independent nor
-#   of unit variance.
+#   of unit variance. In lesson 01's trained model the spread starts where the argument predicts,
+#   and training moves it as far as each head needs.
 #
 # **Next:** lesson 04 masks scores — padding, the future — and counts what the `n × n` score
 # matrix costs.

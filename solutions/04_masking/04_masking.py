@@ -48,10 +48,10 @@ from helpers.checks.masking import (
     check_padding_mask,
 )
 from helpers.masking import (
-    best_time,
     decode_trace,
     kv_cache_bytes,
     measure_attention_cost,
+    median_time,
     plot_cost,
     plot_mask,
     plot_memory_growth,
@@ -508,7 +508,7 @@ expect_close(as_array(_o2, "output")[..., :5, :], as_array(_o1, "output")[..., :
 # throws the blocked half away. Decoding computes only the allowed ones, `1 + 2 + … + n =
 # n(n+1)/2`, but in `n` steps that must run one after the other — and step `t` compares its query
 # with all `t + 1` cached keys, so each new token costs more than the one before. Measured with
-# your functions (best of 3 runs on one thread):
+# your functions (the median of 3 runs on one thread):
 
 # %%
 g = torch.Generator().manual_seed(0)
@@ -516,18 +516,19 @@ n_demo = 256
 q_demo, k_demo, v_demo = (torch.randn(1, n_demo, 64, generator=g) for _ in range(3))  # (B, T, d)
 parallel = masked_attention(q_demo, k_demo, v_demo, causal_mask(n_demo))[0]
 stepwise = causal_attention_with_cache(q_demo, k_demo, v_demo)
-t_parallel = best_time(masked_attention, q_demo, k_demo, v_demo, causal_mask(n_demo),
+t_parallel = median_time(masked_attention, q_demo, k_demo, v_demo, causal_mask(n_demo),
                        repeats=3)
-t_stepwise = best_time(causal_attention_with_cache, q_demo, k_demo, v_demo, repeats=3)
+t_stepwise = median_time(causal_attention_with_cache, q_demo, k_demo, v_demo, repeats=3)
 print(f"largest difference between the two: {(parallel - stepwise).abs().max():.1e}")
 print(f"one masked pass:     {n_demo**2:7,} scores, {t_parallel * 1e3:6.2f} ms")
-print(f"{n_demo} decoding steps: {n_demo * (n_demo + 1) // 2:7,} scores, {t_stepwise * 1e3:6.2f} ms "
-      f"({t_stepwise / t_parallel:.0f} times longer)")
+print(f"{n_demo} decoding steps: {n_demo * (n_demo + 1) // 2:7,} scores, {t_stepwise * 1e3:6.2f} ms")
+quick, slow = sorted([(t_parallel, "the one pass"), (t_stepwise, "the decoding steps")])
+print(f"{quick[1]} took {slow[0] / quick[0]:.1f} times less time than {slow[1]}")
 
 # %% [markdown]
-# The single pass is much faster although it computes twice as many scores: one large matrix
-# product keeps the processor busy, `n` small steps in a row do not. Training uses the masked pass;
-# generation has no choice but to go step by step.
+# The single pass computes about twice as many scores, but as one large matrix product, which
+# keeps the processor busy; the `n` decoding steps are small products that must run one after the
+# other. Training uses the masked pass; generation has no choice but to go step by step.
 
 # %% [markdown]
 # ## The n² bill
@@ -582,8 +583,8 @@ print(f"32 heads, fp16:  {attention_matrix_bytes(n_ctx, 32) / 2**30:g} GiB")
 # ### Measured on this machine
 #
 # Time and memory of one self-attention of `n` random tokens of width `d = 64`, for `n` from 128
-# to 2048. The time is the best of 5 runs of the course's torch reference on one thread (other
-# programs disturb it less), with and without a causal mask. The memory is the peak that Python's `tracemalloc` records while NumPy computes the
+# to 2048. The time is the median of 5 runs of the course's torch reference on one thread (one
+# thread: other programs disturb it less), with and without a causal mask. The memory is the peak that Python's `tracemalloc` records while NumPy computes the
 # same attention in float32 (`tracemalloc` sees NumPy's arrays, not torch's), next to the size of
 # one `n × n` float32 matrix. Times vary from run to run and machine to machine; memory does not.
 

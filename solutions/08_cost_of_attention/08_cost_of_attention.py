@@ -311,7 +311,7 @@ print(f"forgetting c:      ℓ = {ell + torch.exp(second - m_new).sum():.4f}  (t
 #   yours is not finished yet);
 # - **sdpa** — PyTorch's `torch.nn.functional.scaled_dot_product_attention`, a fused C++ kernel.
 #
-# **Time** is the best of 3 runs on one thread. **Memory** is counted by `helpers.cost.TensorMeter`:
+# **Time** is the median of 3 runs on one thread. **Memory** is counted by `helpers.cost.TensorMeter`:
 # it watches every PyTorch operation during one call and adds up the bytes of the tensors they
 # create that are alive at the same time; the table shows the peak. It cannot see scratch memory a
 # fused kernel allocates inside C++ — PyTorch's CPU kernel uses tiles of a fixed size per thread,
