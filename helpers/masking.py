@@ -8,7 +8,6 @@ all-zero weights and a zero output, never NaN. Shapes: ``(B, T)`` for one flag p
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 import tracemalloc
@@ -104,17 +103,6 @@ def decode_trace(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> list[Deco
 # ----------------------------------------------------------------------------- measured cost
 
 
-@dataclass(frozen=True)
-class CostPoint:
-    """Measured cost of one (n, d) self-attention: median time of the repeats and traced peak memory."""
-
-    n: int
-    seconds: float  # torch on one thread, no mask
-    seconds_causal: float  # torch, causal mask: the blocked scores are still computed
-    peak_bytes: int  # NumPy float32, peak traced by tracemalloc
-    matrix_bytes: int  # one n × n float32 matrix
-
-
 def median_time(fn: Callable, *args, repeats: int = 5) -> float:
     """Median seconds of ``repeats`` calls fn(*args), after one warm-up call, on one thread.
 
@@ -148,40 +136,6 @@ def traced_peak_bytes(fn: Callable, *args, **kwargs) -> int:
     finally:
         if not was_tracing:
             tracemalloc.stop()
-
-
-def numpy_attention_peak_bytes(n: int, d: int = 64, seed: int = 0) -> int:
-    """Peak bytes traced while NumPy computes float32 self-attention of n random tokens of width d."""
-    rng = np.random.default_rng(seed)
-    q, k, v = (rng.standard_normal((n, d), dtype=np.float32) for _ in range(3))
-
-    def attend() -> None:
-        scores = q @ k.T / np.float32(math.sqrt(d))  # (n, n)
-        e = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (n, n)
-        weights = e / e.sum(axis=-1, keepdims=True)  # (n, n)
-        _ = weights @ v  # (n, d)
-
-    return traced_peak_bytes(attend)
-
-
-def measure_attention_cost(ns: Sequence[int], d: int = 64, repeats: int = 5,
-                           seed: int = 0) -> list[CostPoint]:
-    """Best time of torch attention (with and without a causal mask) and NumPy's traced peak, per n."""
-    if repeats < 1 or any(n < 1 for n in ns):
-        raise ValueError(f"need repeats ≥ 1 and every n ≥ 1, got repeats={repeats}, ns={list(ns)}")
-    g = torch.Generator().manual_seed(seed)
-    points = []
-    for n in ns:
-        q, k, v = (torch.randn(n, d, generator=g) for _ in range(3))  # (n, d) each
-        mask = causal_mask(n)
-        points.append(CostPoint(
-            n=int(n),
-            seconds=median_time(scaled_dot_product_attention, q, k, v, repeats=repeats),
-            seconds_causal=median_time(scaled_dot_product_attention, q, k, v, mask, repeats=repeats),
-            peak_bytes=numpy_attention_peak_bytes(n, d, seed),
-            matrix_bytes=attention_matrix_bytes(n, 1, 4),
-        ))
-    return points
 
 
 # ----------------------------------------------------------------------------- figures
@@ -219,35 +173,6 @@ def plot_mask(mask, ax=None, query_labels: Sequence[str] | None = None,
     if title:
         ax.set_title(title)
     return ax
-
-
-def _n_squared_guide(ax, ns, anchor: float, label: str = "∝ n² (through the last point)") -> None:
-    ns = np.asarray(ns, dtype=float)
-    ax.plot(ns, anchor * (ns / ns[-1]) ** 2, ":", color="0.5", label=label)
-
-
-def plot_cost(points: Sequence[CostPoint], axes=None):
-    """Two panels against n: median time (ms) with and without a causal mask, and peak memory (MiB)."""
-    if not points:
-        raise ValueError("plot_cost needs at least one measured point")
-    if axes is None:
-        axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")[1]
-    ns = [p.n for p in points]
-    ms = np.array([p.seconds for p in points]) * 1e3
-    axes[0].plot(ns, ms, "o-", color="#4c72b0", label="no mask")
-    axes[0].plot(ns, np.array([p.seconds_causal for p in points]) * 1e3, "s--", color="#dd8452",
-                 label="causal mask")
-    _n_squared_guide(axes[0], ns, ms[-1])
-    axes[0].set_ylabel("median time (ms)")
-    axes[0].set_title("time of one attention (torch, d = 64)")
-    peak = np.array([p.peak_bytes for p in points]) / MIB
-    axes[1].plot(ns, peak, "o-", color="#c44e52", label="peak traced (NumPy float32)")
-    axes[1].plot(ns, np.array([p.matrix_bytes for p in points]) / MIB, "^-", color="#55a868",
-                 label="one n × n float32 matrix")
-    _n_squared_guide(axes[1], ns, peak[-1])
-    axes[1].set_ylabel("MiB")
-    axes[1].set_title("memory of one attention")
-    return log_axes_against_n(axes, ns)
 
 
 def log_axes_against_n(axes, ns: Sequence[int]):

@@ -50,9 +50,7 @@ from helpers.checks.masking import (
 from helpers.masking import (
     decode_trace,
     kv_cache_bytes,
-    measure_attention_cost,
     median_time,
-    plot_cost,
     plot_mask,
     plot_memory_growth,
 )
@@ -508,7 +506,7 @@ expect_close(as_array(_o2, "output")[..., :5, :], as_array(_o1, "output")[..., :
 # throws the blocked half away. Decoding computes only the allowed ones, `1 + 2 + … + n =
 # n(n+1)/2`, but in `n` steps that must run one after the other — and step `t` compares its query
 # with all `t + 1` cached keys, so each new token costs more than the one before. Measured with
-# your functions (the median of 3 runs on one thread):
+# your functions (the median of 5 runs on one thread), next to the same pass with no mask at all:
 
 # %%
 g = torch.Generator().manual_seed(0)
@@ -516,19 +514,27 @@ n_demo = 256
 q_demo, k_demo, v_demo = (torch.randn(1, n_demo, 64, generator=g) for _ in range(3))  # (B, T, d)
 parallel = masked_attention(q_demo, k_demo, v_demo, causal_mask(n_demo))[0]
 stepwise = causal_attention_with_cache(q_demo, k_demo, v_demo)
-t_parallel = median_time(masked_attention, q_demo, k_demo, v_demo, causal_mask(n_demo),
-                       repeats=3)
-t_stepwise = median_time(causal_attention_with_cache, q_demo, k_demo, v_demo, repeats=3)
+t_plain = median_time(masked_attention, q_demo, k_demo, v_demo)
+t_parallel = median_time(masked_attention, q_demo, k_demo, v_demo, causal_mask(n_demo))
+t_stepwise = median_time(causal_attention_with_cache, q_demo, k_demo, v_demo)
 print(f"largest difference between the two: {(parallel - stepwise).abs().max():.1e}")
-print(f"one masked pass:     {n_demo**2:7,} scores, {t_parallel * 1e3:6.2f} ms")
-print(f"{n_demo} decoding steps: {n_demo * (n_demo + 1) // 2:7,} scores, {t_stepwise * 1e3:6.2f} ms")
-quick, slow = sorted([(t_parallel, "the one pass"), (t_stepwise, "the decoding steps")])
+print(f"one pass, no mask:     {n_demo**2:7,} scores, {t_plain * 1e3:6.2f} ms")
+print(f"one masked pass:       {n_demo**2:7,} scores, {t_parallel * 1e3:6.2f} ms")
+print(f"{n_demo} decoding steps:   {n_demo * (n_demo + 1) // 2:7,} scores, {t_stepwise * 1e3:6.2f} ms")
+quick, slow = sorted([(t_parallel, "the masked pass"), (t_stepwise, "the decoding steps")])
 print(f"{quick[1]} took {slow[0] / quick[0]:.1f} times less time than {slow[1]}")
+ratio = t_parallel / t_plain
+print(f"masked / unmasked pass: {ratio:.2f}, "
+      + ("near" if abs(ratio - 0.5) < 0.15 else "far from") + " the 0.5 that skipping the blocked half would give")
 
 # %% [markdown]
 # The single pass computes about twice as many scores, but as one large matrix product, which
 # keeps the processor busy; the `n` decoding steps are small products that must run one after the
 # other. Training uses the masked pass; generation has no choice but to go step by step.
+#
+# And the mask cannot halve the time: the masked pass still computes every blocked score, then
+# throws it away, and building and applying the mask is one more pass over the `n × n` matrix.
+# Lesson 08 measures time and memory across `n` and shows how to avoid storing the matrix at all.
 
 # %% [markdown]
 # ## The n² bill
@@ -580,38 +586,6 @@ print(f"32 heads, fp16:  {attention_matrix_bytes(n_ctx, 32) / 2**30:g} GiB")
 # One GiB for the scores of a single layer, before anything else: training also keeps the
 # weights of every layer for the backward pass, which builds gradients of the same size.
 #
-# ### Measured on this machine
-#
-# Time and memory of one self-attention of `n` random tokens of width `d = 64`, for `n` from 128
-# to 2048. The time is the median of 5 runs of the course's torch reference on one thread (one
-# thread: other programs disturb it less), with and without a causal mask. The memory is the peak that Python's `tracemalloc` records while NumPy computes the
-# same attention in float32 (`tracemalloc` sees NumPy's arrays, not torch's), next to the size of
-# one `n × n` float32 matrix. Times vary from run to run and machine to machine; memory does not.
-
-# %%
-points = measure_attention_cost([128, 256, 512, 1024, 2048], d=64, repeats=5)
-plot_cost(points)
-plt.show()
-print("    n   time (ms)  causal (ms)  peak (MiB)  one n×n (MiB)  peak / matrix")
-for p in points:
-    print(f"{p.n:5d} {p.seconds * 1e3:10.2f} {p.seconds_causal * 1e3:12.2f} {p.peak_bytes / 2**20:11.2f} "
-          f"{p.matrix_bytes / 2**20:14.2f} {p.peak_bytes / p.matrix_bytes:14.2f}")
-for a, b in zip(points, points[1:]):
-    print(f"n {a.n} -> {b.n}: time × {b.seconds / a.seconds:.1f}, peak memory × {b.peak_bytes / a.peak_bytes:.2f}")
-ratios = [p.seconds_causal / p.seconds for p in points]
-print(f"causal / plain time: {min(ratios):.2f}–{max(ratios):.2f} over these n "
-      "(skipping the blocked half of the work would give about 0.5)")
-
-# %% [markdown]
-# **Memory** follows the `n²` law: each doubling of `n` multiplies it by about 4, and the peak is
-# about three `n × n` arrays at once (the scores, the exponentials, the weights), not one.
-# **Time** is noisier. Most doublings multiply it by roughly 4, as `n²` predicts; at small `n`
-# fixed overheads weigh more, and one doubling may jump by much more — probably where the `n × n`
-# arrays stop fitting in the processor's fast caches and every pass waits for main memory. The
-# causal mask makes nothing faster — compare the printed ratio with the 0.5 that skipping the
-# blocked half would give: the blocked scores are computed, then thrown away, and building and
-# applying the mask is one more pass over the `n × n` matrix.
-#
 # ### Tiles instead of the matrix; a cache that grows linearly
 #
 # **FlashAttention** (Dao et al., 2022) computes exactly the same output without ever storing the
@@ -655,8 +629,8 @@ plt.show()
 # builds only a (1, t + 1) row of scores, and the cache's memory grows linearly with the context.
 # Wrong (1 point): step t still compares the new query with all t + 1 cached keys, so each token
 # costs more than the last and n tokens cost n(n+1)/2 comparisons — quadratic; a plain masked pass
-# computes all n² scores and throws the blocked half away (the measured masked times were not
-# lower), and even a kernel that skips the blocked half saves a factor 2, not the n².
+# computes all n² scores and throws the blocked half away (the measured masked pass was not
+# faster), and even a kernel that skips the blocked half saves a factor 2, not the n².
 # Mentioning that tiling (FlashAttention) removes the n × n memory but not the n² work is a plus.
 # === END MARK SCHEME ===
 
