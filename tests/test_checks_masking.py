@@ -432,3 +432,17 @@ def test_wrong_decoding_still_fails_with_the_course_masked_attention():
     decode = nb["causal_attention_with_cache"]
     with pytest.raises(CheckFailed, match="future included"):
         check_causal_attention_with_cache(decode)
+
+
+def only_square_masks(q, k, v, mask=None):
+    """Applies a mask only when it is one (n_q, n_k) matrix: a broadcast padding mask is ignored."""
+    return ref.masked_attention(q, k, v, mask if mask is not None and mask.dim() == 2 else None)
+
+
+# 49, 125, 128, 133: seeds on which the two random lengths once both came out full, so that the
+# padding case blocked nothing and a function ignoring broadcast masks passed
+@pytest.mark.parametrize("seed", [*range(10), 49, 125, 128, 133])
+def test_masked_attention_check_always_pads_some_sequence(seed):
+    """The padding case blocks at least one key on every seed: ignoring it is always caught."""
+    with pytest.raises(CheckFailed, match="padding mask"):
+        check_masked_attention(only_square_masks, seed=seed, verbose=False)

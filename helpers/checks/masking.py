@@ -281,6 +281,7 @@ def check_masked_attention(masked_attention: Callable, seed: int = 0, batch: tup
     _run_masked(masked_attention, q, k, v, mask, f"with a random ({n_q}, {n_k}) mask", context)
     if batch:
         lengths = torch.randint(1, n_k + 1, (batch[0],), generator=g)
+        lengths[0] = int(torch.randint(1, n_k, (1,), generator=g))  # one sequence at least is padded
         keys = ref.padding_mask(lengths, n_k).reshape(batch[0], *[1] * len(batch), n_k)  # (B, 1, …, 1, n_k)
         _run_masked(masked_attention, q, k, v, keys, f"with a padding mask of shape {tuple(keys.shape)}",
                     context)
