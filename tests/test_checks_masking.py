@@ -351,7 +351,8 @@ def _bytes(formula, default_b=2):
     (_bytes(lambda n, h, b: math.pow(n, 2) * h * b), "is an int"),
     (_bytes(lambda n, h, b: torch.tensor(n**2 * h * b)), "is an int"),
     (lambda n, heads=1, bpe=2: n * n * heads * bpe, "unexpected keyword argument"),
-    (_bytes(lambda n, h, b: None), "one integer number of bytes"),
+    (_bytes(lambda n, h, b: None), "forget to `return` the number of bytes"),
+    (_bytes(lambda n, h, b: f"{n**2 * h * b} bytes"), "one integer number of bytes"),
 ])
 def test_bytes_check_names_the_mistake(fn, message):
     with pytest.raises(CheckFailed, match=message):

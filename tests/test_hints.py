@@ -78,7 +78,7 @@ def test_no_known_mistake_prints_its_fix_and_hint_gives_it():
         elif HINT_LINE in message:
             problems.append(f"{name}: points at hint() with nothing to give")
     assert not problems, "\n".join(problems)
-    assert with_fix > 0.85 * len(cases), f"only {with_fix} of {len(cases)} failures come with a fix"
+    assert with_fix == len(cases), f"only {with_fix} of {len(cases)} failures come with a fix"
 
 
 def test_hint_explains_the_last_failure_or_the_one_asked_for():

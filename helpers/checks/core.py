@@ -99,12 +99,44 @@ def _describe(a) -> str:
     return repr(a)
 
 
+RETURN_FIX = ("end the function with `return` and the value it computed: a function that reaches its "
+              "end without a return statement, or with a bare `return`, gives None")
+
+
+def expect_returned(result, what: str, thing: str = "its result") -> None:
+    """Fail, naming a forgotten ``return``, when the learner's function gave None."""
+    if result is None:
+        raise CheckFailed(f"{what} is None — did the function forget to `return` {thing}?", RETURN_FIX)
+
+
+def expect_pair(result, what: str, first: str, second: str) -> tuple:
+    """The learner's result as the pair ``(first, second)`` it must be, or a ``CheckFailed``."""
+    expect_returned(result, what, f"the pair ({first}, {second})")
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise CheckFailed(f"{what} must return a pair ({first}, {second}), got {type(result).__name__}",
+                          f"end with `return {first}, {second}`: Python packs the two into a tuple")
+    return tuple(result)
+
+
+def swapped_pair(what: str, first: str, second: str) -> CheckFailed:
+    """The failure for a pair returned in the wrong order."""
+    return CheckFailed(f"{what} returned ({second}, {first}); the pair is ({first}, {second}), {first} first",
+                       f"`return {first}, {second}`")
+
+
+def single_output(result, what: str, shape: tuple, extra: str = "") -> None:
+    """Fail when a function that returns one tensor returned a tuple or list of several."""
+    if isinstance(result, (tuple, list)):
+        raise CheckFailed(f"{what} returned a {type(result).__name__}; return only the output tensor "
+                          f"{shape}{extra}",
+                          "return the output alone: `return out`, not `return out, weights`")
+
+
 def as_array(x, what: str) -> np.ndarray:
     """The learner's result as a float NumPy array (torch tensors too), or a ``CheckFailed``."""
     if hasattr(x, "detach"):  # a torch tensor
         x = x.detach().cpu().numpy()
-    if x is None:
-        raise CheckFailed(f"{what} is None — did the function forget to `return` its result?")
+    expect_returned(x, what)
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as err:

@@ -27,9 +27,11 @@ from .core import (
     as_array,
     call,
     expect_close,
+    expect_returned,
     expect_shape,
     passed,
     quiet,
+    single_output,
     with_course_callees,
 )
 from .failure import hinted
@@ -71,17 +73,18 @@ def _macs_mistakes(n: int, d: int, d_ff: int) -> dict[str, list[tuple[int, str]]
 
 
 def _macs_dict(result, what: str) -> dict:
-    if result is None:
-        raise CheckFailed(f"{what} is None — did the function forget to `return` the dict?")
+    expect_returned(result, what, "the dict")
     if not isinstance(result, dict):
         raise CheckFailed(f"{what} should be a dict with keys {', '.join(PARTS)}, "
-                          f"got {type(result).__name__}")
+                          f"got {type(result).__name__}",
+                          "return {" + ", ".join(f"'{p}': …" for p in PARTS) + "}, one count per part")
     missing = [p for p in PARTS if p not in result]
     extra = [key for key in result if key not in PARTS]
     if missing or extra:
         raise CheckFailed(f"{what} has keys {sorted(map(str, result))}; expected exactly {list(PARTS)}"
                           + (f" (missing {missing})" if missing else "")
-                          + (f" (unexpected {extra})" if extra else ""))
+                          + (f" (unexpected {extra})" if extra else ""),
+                          "return {" + ", ".join(f"'{p}': …" for p in PARTS) + "}, one count per part")
     return result
 
 
@@ -102,7 +105,8 @@ def check_layer_macs(layer_macs: Callable, seed: int = 0, verbose: bool = True) 
         for part in PARTS:
             value = got[part]
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise CheckFailed(f"{what}['{part}'] should be a number, got {type(value).__name__}")
+                raise CheckFailed(f"{what}['{part}'] should be a number, got {type(value).__name__}",
+                                  "plain Python arithmetic on n, d_model and d_ff: ints, not tensors or text")
             if value != want[part]:
                 for wrong, message in mistakes[part]:
                     if wrong != want[part] and math.isclose(float(value), wrong, rel_tol=1e-9):
@@ -146,15 +150,15 @@ def check_score_share(score_share: Callable, seed: int = 0, verbose: bool = True
     for n, d, d_ff in cases:
         what = f"score_share({n}, {d}, {d_ff})"
         got = call(score_share, n, d, d_ff, what=what, fix="the signature is score_share(n, d_model, d_ff)")
-        if got is None:
-            raise CheckFailed(f"{what} is None — did the function forget to `return` the share?")
+        expect_returned(got, what, "the share")
         try:
             if isinstance(got, (bool, str, dict)):
                 raise TypeError
             value = float(got)
         except (TypeError, ValueError):
             raise CheckFailed(f"{what} should return one number (a float), "
-                              f"got {type(got).__name__}") from None
+                              f"got {type(got).__name__}",
+                              "return the share as a number: divide the two counts, no formatting") from None
         want = ref.score_share(n, d, d_ff)
         if not math.isclose(value, want, rel_tol=SHARE_RTOL, abs_tol=1e-12):
             for wrong, message, fix in _share_mistakes(n, d, d_ff):
@@ -266,9 +270,7 @@ FIX = ("for each block of keys: scores = q @ k_blockᵀ / √d_k; new_max = max(
 
 
 def _output(result, what: str, shape: tuple[int, ...]) -> np.ndarray:
-    if isinstance(result, (tuple, list)):
-        raise CheckFailed(f"{what} returned a {type(result).__name__}; return only the output tensor "
-                          f"{shape}, no weights (there is no full weight matrix to return)")
+    single_output(result, what, shape, ", no weights (there is no full weight matrix to return)")
     out = as_array(result, what)
     expect_shape(out, shape, what, "one row per query, d_v columns", "acc (…, n_q, d_v) / sum (…, n_q, 1)")
     return out

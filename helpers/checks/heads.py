@@ -24,10 +24,12 @@ from .core import (
     as_array,
     call,
     expect_close,
+    expect_pair,
     expect_shape,
     passed,
     quiet,
     same,
+    swapped_pair,
     with_course_callees,
 )
 from .failure import hinted
@@ -267,17 +269,17 @@ def to_torch_mha(ws, n_heads: int) -> nn.MultiheadAttention:
 
 
 def _unpack(result, what: str, B: int, H: int, T_q: int, T_kv: int, D: int):
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise CheckFailed(f"{what} must return a pair (output, weights), got {type(result).__name__}")
+    result = expect_pair(result, what, "output", "weights")
     out, w = as_array(result[0], f"{what} output"), as_array(result[1], f"{what} weights")
     if out.shape == (B, H, T_q, T_kv) and w.shape == (B, T_q, D):
-        raise CheckFailed(f"{what} returned (weights, output); return (output, weights)")
+        raise swapped_pair(what, "output", "weights")
     if w.shape == (B, H, T_q, T_q) and T_q != T_kv:
         raise CheckFailed(f"{what}: {KV_FROM_Q} — the weights have T_q = {T_q} columns where there are "
                           f"T_kv = {T_kv} keys", "k = x_kv @ w_k and v = x_kv @ w_v")
     if w.shape == (B, T_q, T_kv):
         raise CheckFailed(f"{what} weights have shape {w.shape}: return every head's weights "
-                          f"(B, H, T_q, T_kv) = {(B, H, T_q, T_kv)}, not their average or one head's")
+                          f"(B, H, T_q, T_kv) = {(B, H, T_q, T_kv)}, not their average or one head's",
+                          "return the weights as the softmax gives them, before any mean over the head axis")
     expect_shape(w, (B, H, T_q, T_kv), f"{what} weights", "one (T_q, T_kv) matrix per batch entry and head")
     expect_shape(out, (B, T_q, D), f"{what} output", "one row of width D per query token")
     return out, w

@@ -14,9 +14,11 @@ from .core import (
     as_array,
     call,
     expect_close,
+    expect_pair,
     expect_shape,
     passed,
     quiet,
+    swapped_pair,
     with_course_callees,
 )
 from .failure import hinted
@@ -111,11 +113,10 @@ def check_softmax(softmax: Callable, seed: int = 0, shape: tuple[int, int] = (4,
 
 def _unpack(result, what: str, n_q: int, n_k: int, d_v: int) -> tuple[np.ndarray, np.ndarray]:
     """Split ``(output, weights)`` and check both shapes, naming a swapped or transposed result."""
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise CheckFailed(f"{what} must return a pair (output, weights), got {type(result).__name__}")
+    result = expect_pair(result, what, "output", "weights")
     output, weights = as_array(result[0], f"{what} output"), as_array(result[1], f"{what} weights")
     if output.shape == (n_q, n_k) and weights.shape == (n_q, d_v) and (n_k != d_v):
-        raise CheckFailed(f"{what} returned (weights, output); return (output, weights)")
+        raise swapped_pair(what, "output", "weights")
     if weights.shape == (n_k, n_q) and n_k != n_q:
         raise CheckFailed(f"{what} weights have shape {weights.shape}, expected ({n_q}, {n_k}): "
                           "row i must hold query i's weights over the keys",

@@ -23,9 +23,12 @@ from .core import (
     as_array,
     call,
     expect_close,
+    expect_pair,
+    expect_returned,
     expect_shape,
     passed,
     quiet,
+    single_output,
     with_course_callees,
 )
 from .failure import hinted
@@ -40,18 +43,20 @@ ATTENTION_FIX = ("scores = q @ k.transpose(-2, -1) / √d_k (…, n_q, n_k); blo
 
 def _bool_mask(result, what: str, shape: tuple[int, ...], shape_mistakes: dict | None = None) -> torch.Tensor:
     """The learner's mask as a torch bool tensor of ``shape``, or a CheckFailed saying what is off."""
-    if result is None:
-        raise CheckFailed(f"{what} is None — did the function forget to `return` the mask?")
+    expect_returned(result, what, "the mask")
     if isinstance(result, np.ndarray):
         raise CheckFailed(f"{what} is a NumPy array; the masks of this lesson are torch tensors",
                           "build it with torch: torch.ones(…, dtype=torch.bool), torch.arange(…) < …")
     if not isinstance(result, torch.Tensor):
-        raise CheckFailed(f"{what} should be a torch bool tensor, got {type(result).__name__}")
+        raise CheckFailed(f"{what} should be a torch bool tensor, got {type(result).__name__}",
+                          "build it with torch: torch.ones(…, dtype=torch.bool), torch.arange(…) < …")
     got_shape = tuple(result.shape)
     if got_shape != tuple(shape):
         message = (shape_mistakes or {}).get(got_shape, "")
         raise CheckFailed(f"{what} has shape {got_shape}, expected {tuple(shape)}"
-                          + (f" — {message}" if message else ""))
+                          + (f" — {message}" if message else ""),
+                          "size each dimension from the arguments (n, max_len, len(lengths)), "
+                          "not from the data")
     if result.dtype != torch.bool:
         raise CheckFailed(f"{what} has dtype {result.dtype}; masks are boolean (True = may attend), and "
                           "masked_fill and ~ treat numbers differently",
@@ -215,9 +220,8 @@ def _fully_masked_rows(out: np.ndarray, w: np.ndarray, dead: np.ndarray, what: s
 
 
 def _pair(result, what: str) -> tuple[np.ndarray, np.ndarray]:
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise CheckFailed(f"{what} must return a pair (output, weights), got {type(result).__name__}")
-    return as_array(result[0], f"{what} output"), as_array(result[1], f"{what} weights")
+    output, weights = expect_pair(result, what, "output", "weights")
+    return as_array(output, f"{what} output"), as_array(weights, f"{what} weights")
 
 
 def _run_masked(masked_attention: Callable, q, k, v, mask, label: str, context: str) -> None:
@@ -311,9 +315,7 @@ class _FullScoreSpy(TorchFunctionMode):
 
 
 def _cache_output(result, what: str, shape: tuple[int, ...]) -> np.ndarray:
-    if isinstance(result, (tuple, list)):
-        raise CheckFailed(f"{what} returned a {type(result).__name__}; return only the output tensor "
-                          f"(…, n, d_v), not (output, weights)")
+    single_output(result, what, "(…, n, d_v)")
     out = as_array(result, what)
     expect_shape(out, shape, what, "one output row per query position",
                  "collect the n step outputs and join them along the token axis: torch.cat(outputs, dim=-2)")
@@ -410,11 +412,13 @@ def check_attention_matrix_bytes(attention_matrix_bytes: Callable, seed: int = 0
         got = call(attention_matrix_bytes, *args, **kwargs, what=what,
                    fix="the signature is attention_matrix_bytes(n_tokens, n_heads=1, bytes_per_element=2)")
         want = n_ * n_ * h_ * b_
+        expect_returned(got, what, "the number of bytes")
         try:
             value = float(got)
         except (TypeError, ValueError):
             raise CheckFailed(f"{what} should return one integer number of bytes, got "
-                              f"{type(got).__name__}") from None
+                              f"{type(got).__name__}",
+                              "return the count itself, an int: no text, no tensor") from None
         if value != want:
             mistakes = _bytes_mistakes(n_, h_, b_)
             if not kwargs:  # the defaults are in use

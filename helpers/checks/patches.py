@@ -21,6 +21,8 @@ from .core import (
     as_array,
     call,
     expect_close,
+    expect_pair,
+    expect_returned,
     expect_shape,
     passed,
     quiet,
@@ -171,14 +173,14 @@ def check_n_tokens(n_tokens: Callable, seed: int = 0, verbose: bool = True) -> N
             label = f"n_tokens({H}, {W}, {p}" + ("" if cls else ", cls_token=False") + ")"
             got = call(n_tokens, H, W, p, what=label, fix=COUNT, **kwargs)
             want = ref.n_tokens(H, W, p, cls)
-            if got is None:
-                raise CheckFailed(f"{label} is None — did the function forget to `return` its result?")
+            expect_returned(got, label)
             if torch.is_tensor(got) or isinstance(got, np.ndarray) and got.ndim > 0:
                 raise CheckFailed(f"{label} returned a {type(got).__name__}; a number of tokens is a plain "
                                   "int",
                                   "plain Python arithmetic on the three numbers, or int(...)")
             if isinstance(got, bool) or not isinstance(got, numbers.Real):
-                raise CheckFailed(f"{label} must return an int, got {type(got).__name__}: {got!r}")
+                raise CheckFailed(f"{label} must return an int, got {type(got).__name__}: {got!r}",
+                                  "return the number itself, not text about it: no str(…) or f-string")
             if got != want:
                 patches = (H // p) * (W // p)
                 if cls and got == patches:
@@ -207,12 +209,11 @@ def check_n_tokens(n_tokens: Callable, seed: int = 0, verbose: bool = True) -> N
 
 def _pair(result, what: str) -> tuple[np.ndarray, object]:
     """Split ``(weight, bias)``; the weight as an array, the bias as returned."""
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise CheckFailed(f"{what} must return a pair (weight, bias), got {type(result).__name__}")
-    weight, bias = result
+    weight, bias = expect_pair(result, what, "weight", "bias")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and not torch.is_tensor(t):
-            raise CheckFailed(f"{what}: the {name} must be a torch tensor, got {type(t).__name__}")
+            raise CheckFailed(f"{what}: the {name} must be a torch tensor, got {type(t).__name__}",
+                              "keep torch's tensors: reshape the convolution's weight, no .numpy() or np.…")
     return as_array(weight, f"{what} weight"), bias
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .. import recurrence as ref
-from .core import CheckFailed, as_array, call, expect_close, expect_shape, passed, quiet
+from .core import CheckFailed, as_array, call, expect_close, expect_returned, expect_shape, passed, quiet
 from .failure import hinted
 
 STEP = "h = np.tanh(x[t] @ w_x + h @ w_h + b) inside the loop, keeping every h"
@@ -164,11 +164,11 @@ def check_gradient_by_position(gradient_by_position: Callable, seed: int = 0, T:
     if not torch.equal(x.detach(), before):
         raise CheckFailed("gradient_by_position changed the values of x in place — the caller's x is "
                           "overwritten", copy)
-    if result is None:
-        raise CheckFailed("gradient_by_position returned None — did the function forget to `return`?")
+    expect_returned(result, "gradient_by_position(f, x)", "the norms")
     if not isinstance(result, torch.Tensor):
         raise CheckFailed(f"gradient_by_position should return a torch tensor of shape ({T},), got "
-                          f"{type(result).__name__}")
+                          f"{type(result).__name__}",
+                          "keep the result in torch: no .numpy(), .tolist() or np.…")
     if result.requires_grad:
         raise CheckFailed("the result still requires grad: it drags the whole autograd graph along",
                           "return the norms .detach()-ed (or compute them without create_graph=True)")
