@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import multiprocessing
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -454,26 +455,56 @@ def sweep_table(sweep: dict[int, dict]) -> str:
     return "\n".join(lines)
 
 
-def sweep_reading(sweep: dict[int, dict], fitted: float = 0.95) -> dict[str, str]:
-    """Per model, a sentence on what more images did, computed from ``load_sweep()``: its test
-    accuracy at the smallest and largest size, and whether it fits its own training images."""
-    sizes = sorted(sweep)
-    small, large = sizes[0], sizes[-1]
+def _sizes(sizes: list[int]) -> str:
+    """2,500 / 2,500 and 5,000 / 2,500, 5,000 and 10,000."""
+    words = [f"{n:,}" for n in sizes]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def sweep_regimes(sweep: dict[int, dict], name: str, fitted: float = 0.95,
+                  general: float = 0.9) -> dict[int, str]:
+    """Per training-set size, what model ``name`` does in every seed: "generalises" (at least ``fitted``
+    right on its training images and ``general`` on the test images), "memorises" (fits its training
+    images, not the test images) or "underfits" (some seed below ``fitted`` on its own training images)."""
+    test, train = _by_size(sweep, name, "test_accuracy"), _by_size(sweep, name, "train_accuracy")
+    out = {}
+    for n in sorted(sweep):
+        if min(train[n]) < fitted:
+            out[n] = "underfits"
+        else:
+            out[n] = "generalises" if min(test[n]) >= general else "memorises"
+    return out
+
+
+def sweep_reading(sweep: dict[int, dict], fitted: float = 0.95, general: float = 0.9,
+                  width: int = 92) -> dict[str, str]:
+    """Per model, a sentence computed from ``load_sweep()``: what it does at each training-set size
+    (``sweep_regimes``) and its accuracies there, ranges over the seeds."""
     out = {}
     for name in next(iter(sweep.values()))["models"]:
         test, train = _by_size(sweep, name, "test_accuracy"), _by_size(sweep, name, "train_accuracy")
-        text = (f"{name}: test accuracy {span(test[small], '.1%')} with {small:,} images, "
-                f"{span(test[large], '.1%')} with {large:,}")
-        unfit = [n for n in sizes if min(train[n]) < fitted]
-        if not unfit:
-            text += f"; at every size it fits its training images (at least {fitted:.0%} right on them)"
-        elif len(unfit) == len(sizes):
-            text += (f"; at no size does every seed fit its training images (training accuracy "
-                     f"{span(train[large], '.1%')} with {large:,}): it underfits whatever the amount of data")
-        else:
-            text += (f"; some seed stays below {fitted:.0%} on its own training images with "
-                     f"{', '.join(f'{n:,}' for n in unfit)} images")
-        out[name] = text + "."
+        regimes = sweep_regimes(sweep, name, fitted, general)
+        groups: list[tuple[str, list[int]]] = []
+        for n, regime in regimes.items():  # runs of consecutive sizes with the same regime
+            if groups and groups[-1][0] == regime:
+                groups[-1][1].append(n)
+            else:
+                groups.append((regime, [n]))
+        parts = []
+        for regime, sizes in groups:
+            where = "at every size" if len(groups) == 1 else f"with {_sizes(sizes)} images"
+            tests = [a for n in sizes for a in test[n]]
+            trains = [a for n in sizes for a in train[n]]
+            if regime == "generalises":
+                parts.append(f"generalises {where} (test {span(tests, '.1%')})")
+            elif regime == "memorises":
+                parts.append(f"memorises its training images {where} ({span(trains, '.1%')} right on "
+                             f"them, {span(tests, '.1%')} on new ones)")
+            else:
+                per_size = ", ".join(f"{span(test[n], '.1%')} with {n:,}" for n in sizes)
+                parts.append(f"underfits {where} (training accuracy {span(trains, '.1%')}, below "
+                             f"{fitted:.0%} in some seed); its test accuracy is {per_size}")
+        out[name] = textwrap.fill(f"{name}: " + "; ".join(parts) + ".", width)
     return out
 
 

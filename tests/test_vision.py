@@ -180,20 +180,23 @@ def shipped() -> dict:
     return v.load_results()
 
 
-def test_shipped_weights_reproduce_the_shipped_results(held_out, shipped):
-    """Load every data/vision/*_seed*.pt, re-evaluate on the regenerated test set, compare."""
-    results = shipped
-    assert results["command"] == "python -m helpers.vision" and results["seeds"] == list(v.SEEDS)
-    training = dict(v.TrainConfig().__dict__)
+@pytest.mark.parametrize("n_train", sorted((v.DEFAULT.n_train, *v.SWEEP_SIZES)))
+def test_shipped_weights_reproduce_the_shipped_results(held_out, n_train):
+    """Load every data/vision/[n_train_N/]*_seed*.pt, re-evaluate on the regenerated test set, compare."""
+    folder = v.sweep_dir(n_train)
+    results = v.load_results(folder)
+    command = "python -m helpers.vision" + ("" if n_train == v.DEFAULT.n_train else " --sweep")
+    assert results["command"] == command and results["seeds"] == list(v.SEEDS)
+    training = dict(v.TrainConfig(n_train=n_train).__dict__)
     training.pop("seed")
-    assert results["task"]["n_test"] == len(held_out)
+    assert results["task"]["n_test"] == len(held_out) and results["task"]["n_train"] == n_train
     assert results["training"] == json.loads(json.dumps(training))
     x, y = held_out.tensors()
     for name in v.MODEL_NAMES:
         entry = results["models"][name]
         assert [run["seed"] for run in entry["runs"]] == list(v.SEEDS)
         for run in entry["runs"]:
-            model = v.load_model(name, run["seed"])
+            model = v.load_model(name, run["seed"], directory=folder)
             assert v.n_parameters(model) == entry["parameters"]
             assert run["test_accuracy"] == run["history"][-1]
             assert len(run["history"]) == v.TrainConfig().epochs
@@ -230,3 +233,41 @@ def test_lesson_09_statements_about_the_shipped_runs(held_out, shipped):
         on, off = shares[:, [0, 3]].sum(axis=1), shares[:, [1, 2]].sum(axis=1)
         assert on.max() > 0.75 and off[on.argmax()] < 0.25, f"seed {seed}: {on}, {off}"
         assert np.all(np.abs(on[2:] - off[2:]) < 0.2), f"seed {seed}: {on}, {off}"
+
+
+def test_lesson_09_statements_about_the_sweep():
+    """What lesson 09 says about fewer and more images, checked against the shipped runs."""
+    sweep = v.load_sweep()
+    assert sorted(sweep) == [2_500, 5_000, 10_000, 20_000]
+    # "With 2,500 or 5,000 images the CNN learns its training images by heart and is at chance on new
+    # ones; from 10,000 on, it generalises."
+    cnn = v.sweep_regimes(sweep, "cnn")
+    assert cnn == {2_500: "memorises", 5_000: "memorises", 10_000: "generalises", 20_000: "generalises"}
+    cnn_test = v._by_size(sweep, "cnn", "test_accuracy")
+    assert max(cnn_test[2_500] + cnn_test[5_000]) < 0.65
+    # "The ViT underfits at every size, but each doubling of the data lifts its test accuracy, and
+    # with 20,000 images its three seeds land close together."
+    assert set(v.sweep_regimes(sweep, "vit").values()) == {"underfits"}
+    vit_test = v._by_size(sweep, "vit", "test_accuracy")
+    means = [np.mean(vit_test[n]) for n in sorted(sweep)]
+    assert all(b > a for a, b in zip(means, means[1:])), means
+    assert np.ptp(vit_test[20_000]) < 0.02 and np.ptp(vit_test[20_000]) < np.ptp(vit_test[10_000])
+    # "the CNN had little left to gain above 10,000"
+    assert min(cnn_test[10_000]) > 0.99
+    table = v.sweep_table(sweep).splitlines()
+    assert len(table) == 1 + 4 and table[-1].split()[0] == "20,000"
+    reading = v.sweep_reading(sweep)
+    assert reading["cnn"].startswith("cnn: memorises") and "underfits at every size" in reading["vit"]
+
+
+def test_sweep_regimes_name_each_case():
+    def fake(train, test):
+        runs = [{"seed": s, "train_accuracy": train, "test_accuracy": test} for s in range(3)]
+        return {"models": {"m": {"runs": runs}}}
+
+    sweep = {100: fake(1.0, 0.5), 200: fake(0.7, 0.6), 400: fake(0.99, 0.95)}
+    assert v.sweep_regimes(sweep, "m") == {100: "memorises", 200: "underfits", 400: "generalises"}
+    assert v.sweep_reading(sweep)["m"].count(";") == 3  # three regimes, the underfit one with its test list
+    ax = v.plot_sweep(sweep)
+    assert len(ax.lines) == 2 * 3 + 1  # test and train per seed, and chance
+    plt.close("all")
