@@ -282,3 +282,13 @@ def test_a_wrong_multi_head_attention_still_fails_with_the_course_split_and_merg
     mha = nb["multi_head_attention"]
     with pytest.raises(CheckFailed, match="without the output projection"):
         check_multi_head_attention(mha)
+
+
+def mha_in_float32(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    """Computes in float32 and forgets to cast back: the result does not keep the inputs' dtype."""
+    return ref.multi_head_attention(*(t.float() for t in (x_q, x_kv, w_q, w_k, w_v, w_o)), n_heads, mask)
+
+
+def test_mha_check_names_a_result_that_loses_the_inputs_dtype():
+    with pytest.raises(CheckFailed, match="has dtype torch.float32, but the inputs"):
+        check_multi_head_attention(mha_in_float32, verbose=False)

@@ -310,3 +310,13 @@ def test_a_wrong_conv_to_linear_still_fails_with_the_course_patchify():
     nb = notebook(NOTEBOOK.replace("[:, 0].T", "[:, 0]"))
     with pytest.raises(CheckFailed, match="layout"):
         check_conv_to_linear(nb["conv_to_linear"])
+
+
+def patchify_as_float32(images, P):
+    """Right layout, but always float32: float64 images lose their precision."""
+    return ref.patchify(images, P).float()
+
+
+def test_patchify_check_names_a_result_that_loses_the_images_dtype():
+    with pytest.raises(CheckFailed, match="has dtype torch.float32, but the images are torch.float64"):
+        check_patchify(patchify_as_float32, verbose=False)

@@ -132,6 +132,17 @@ def single_output(result, what: str, shape: tuple, extra: str = "") -> None:
                           "return the output alone: `return out`, not `return out, weights`")
 
 
+def expect_dtype(result, dtype: torch.dtype, what: str, inputs: str = "the inputs") -> None:
+    """Fail unless the learner's tensor keeps ``dtype``, the dtype of ``inputs`` that the exercise
+    says the result has (anything that is not a tensor is left to the other checks)."""
+    if torch.is_tensor(result) and result.dtype != dtype:
+        raise CheckFailed(f"{what} has dtype {result.dtype}, but {inputs} are {dtype}: the exercise says the "
+                          f"result keeps their dtype, and a {result.dtype} result loses precision or "
+                          "doubles the memory",
+                          "make new tensors with dtype=x.dtype (or torch.zeros_like(x)); cast back with "
+                          ".to(x.dtype) if you compute in another dtype")
+
+
 def as_array(x, what: str) -> np.ndarray:
     """The learner's result as a float NumPy array (torch tensors too), or a ``CheckFailed``."""
     if hasattr(x, "detach"):  # a torch tensor

@@ -24,6 +24,7 @@ from .core import (
     as_array,
     call,
     expect_close,
+    expect_dtype,
     expect_pair,
     expect_shape,
     passed,
@@ -316,6 +317,8 @@ def check_multi_head_attention(multi_head_attention: Callable, seed: int = 0, B:
             raise CheckFailed("multi_head_attention changed one of its inputs in place — the caller's "
                               "tensors are overwritten", "compute new tensors: no +=, no methods ending in _")
         out, w = _unpack(result, what, B, H, T_q, T_kv, D)
+        for part, name in zip(result, ("output", "weights")):
+            expect_dtype(part, x_q.dtype, f"{what}: the {name}", "the inputs x_q, x_kv and the weights")
         want_out, want_w = ref.multi_head_attention(x_q, x_kv, *ws, H, mask)
         if mask is not None:
             empty = ~mask.expand(B, H, T_q, T_kv).any(-1).numpy()  # (B, H, T_q): no allowed key

@@ -21,6 +21,7 @@ from .core import (
     as_array,
     call,
     expect_close,
+    expect_dtype,
     expect_pair,
     expect_returned,
     expect_shape,
@@ -112,11 +113,13 @@ def check_patchify(patchify: Callable, seed: int = 0, verbose: bool = True) -> N
     fix = ("reshape to (B, C, H/P, P, W/P, P), permute to (B, H/P, W/P, C, P, P), then reshape to "
             "(B, N, C·P·P)")
 
-    def run(B, C, H, W, P):
-        images = torch.randn(B, C, H, W, generator=gen)
+    def run(B, C, H, W, P, dtype=torch.float32):
+        images = torch.randn(B, C, H, W, generator=gen, dtype=dtype)
         original = images.clone()
-        label = f"patchify of images {(B, C, H, W)} with P = {P}"
-        got = _tensor(call(patchify, images, P, what=label, fix=fix), label)
+        label = f"patchify of {dtype} images {(B, C, H, W)} with P = {P}"
+        result = call(patchify, images, P, what=label, fix=fix)
+        got = _tensor(result, label)
+        expect_dtype(result, images.dtype, label, "the images")
         if not torch.equal(images, original):
             raise CheckFailed("patchify changed its input images in place — the caller's images are "
                               "overwritten", "build a new tensor: reshape and permute leave the input alone")
@@ -130,12 +133,12 @@ def check_patchify(patchify: Callable, seed: int = 0, verbose: bool = True) -> N
 
     run(2, 3, 8, 12, 4)  # non-square, three channels
     run(3, 1, 6, 9, 3)  # one channel, odd sizes
-    run(1, 2, 10, 4, 2)  # taller than wide
+    run(1, 2, 10, 4, 2, torch.float64)  # taller than wide, and float64: the result keeps the dtype
     _expect_value_error(patchify, torch.randn(1, 3, 10, 8, generator=gen), 4, "the height 10")
     _expect_value_error(patchify, torch.randn(1, 1, 8, 10, generator=gen), 4, "the width 10")
     passed("patchify matches the reference (row-major patches, (C, P, P) flattening) on non-square "
-           "images with 1, 2 and 3 channels, and raises ValueError when P does not divide H or W",
-           verbose)
+           "images with 1, 2 and 3 channels in the images' dtype, and raises ValueError when P does not "
+           "divide H or W", verbose)
 
 
 # ---------------------------------------------------------------- n_tokens
