@@ -239,8 +239,8 @@ def test_lesson_09_statements_about_the_sweep():
     """What lesson 09 says about fewer and more images, checked against the shipped runs."""
     sweep = v.load_sweep()
     assert sorted(sweep) == [2_500, 5_000, 10_000, 20_000]
-    # "With 2,500 or 5,000 images the CNN learns its training images by heart and is at chance on new
-    # ones; from 10,000 on, it generalises."
+    # "With 2,500 or 5,000 images the CNN learns its training images by heart and stays close to
+    # chance on new ones; from 10,000 on, it generalises."
     cnn = v.sweep_regimes(sweep, "cnn")
     assert cnn == {2_500: "memorises", 5_000: "memorises", 10_000: "generalises", 20_000: "generalises"}
     cnn_test = v._by_size(sweep, "cnn", "test_accuracy")

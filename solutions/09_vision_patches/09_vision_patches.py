@@ -458,8 +458,8 @@ for sentence in vision.sweep_reading(sweep).values():
 # %% [markdown]
 # Each model needs data in its own way. A model that gets its training images right and new ones
 # wrong *memorises*; one that gets both right *generalises*; one that gets neither right
-# *underfits*. With 2,500 or 5,000 images the CNN learns its training images by heart and is at
-# chance on new ones; from 10,000 on, it generalises. The ViT underfits at every size, but each
+# *underfits*. With 2,500 or 5,000 images the CNN learns its training images by heart and stays
+# close to chance on new ones; from 10,000 on, it generalises. The ViT underfits at every size, but each
 # doubling of the data lifts its test accuracy, and with 20,000 images its three seeds land close
 # together.
 #
