@@ -613,7 +613,9 @@ grade_choice(quiz_3, "d", "the score depends only on the offset, key position mi
 # - `PE(p)·PE(q) = Σ cos((q − p) ω_i)` depends on the offset only (a Toeplitz matrix), and a
 #   shift by `k` is one fixed rotation of the encoding.
 # - Fixed and learned absolute encodings performed nearly the same in the original paper;
-#   sinusoids did not turn out to extrapolate well (Press et al., 2022).
+#   sinusoids did not turn out to extrapolate well (Press et al., 2022). Lesson 01's learned table
+#   kept no notion of distance, yet the model could not do without it: a distinct tag per
+#   position was enough.
 # - RoPE rotates each pair of query and key dimensions by `p ω_i`: lengths are kept and scores
 #   depend on the content and the offset `j − i` alone, with before and after distinguished.
 #
