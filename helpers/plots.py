@@ -185,11 +185,11 @@ def plot_scaling_sweep(sweep: Sweep, axes=None):
 
 def plot_trained_spread(spreads, predicted: float, axes=None):
     """Each head's score spread (log scale) and entropy share: untrained, then trained layer by layer."""
-    from .scaling import UNSCALED_64, _groups
+    from .scaling import UNSCALED_64, spread_groups
 
     if axes is None:
         axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")[1]
-    groups = _groups(spreads)
+    groups = spread_groups(spreads)
     seeds = sorted({h.seed for h in spreads})
     colours = plt.cm.viridis(np.linspace(0.1, 0.8, len(seeds)))
     for ax, field, label in ((axes[0], "score_std", "std of q·k / √d_head"),

@@ -307,7 +307,7 @@ def trained_spread(seeds: Sequence[int] = (0, 1, 2), per_set: int = 250) -> list
     return out
 
 
-def _groups(spreads: Sequence[HeadSpread]) -> list[tuple[str, list[HeadSpread]]]:
+def spread_groups(spreads: Sequence[HeadSpread]) -> list[tuple[str, list[HeadSpread]]]:
     """The heads at initialisation (both layers), then the trained heads of each layer."""
     layers = sorted({s.layer for s in spreads})
     groups = [("at initialisation", [s for s in spreads if not s.trained])]
@@ -321,7 +321,7 @@ def trained_spread_table(spreads: Sequence[HeadSpread]) -> str:
 
     lines = [f"{'':20} {'heads':>5}  {'std of q·k/√d':>14}  {'entropy / log n':>15}  "
              f"{'largest weight':>14}  {'stalled':>9}"]
-    for name, heads in _groups(spreads):
+    for name, heads in spread_groups(spreads):
         lines.append(f"{name:20} {len(heads):>5}  {span([h.score_std for h in heads], '.2g'):>14}  "
                      f"{span([h.entropy for h in heads], '.2f'):>15}  "
                      f"{span([h.largest for h in heads], '.2f'):>14}  "

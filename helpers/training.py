@@ -131,14 +131,14 @@ def check_sample(seeds: Sequence[int], per_set: int) -> None:
                          f"got per_set={per_set}, seeds={list(seeds)}")
 
 
-def initial_model(name: str, seed: int) -> nn.Module:
-    """Model ``name`` exactly as ``train_run`` initialises it from ``seed``, before any training.
+def initial_model(name: str, seed: int, factory: Callable[[], nn.Module] | None = None) -> nn.Module:
+    """Model ``name`` (or ``factory()``) initialised from ``seed``: where ``train_run`` starts.
 
     The caller's global torch random state is left as it was.
     """
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        return build(name)
+        return factory() if factory is not None else build(name)
 
 
 def train_run(name: str, seed: int, config: TrainConfig = DEFAULT, fast: bool = True,
@@ -154,8 +154,7 @@ def train_run(name: str, seed: int, config: TrainConfig = DEFAULT, fast: bool = 
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}; choose one of {list(MODEL_NAMES)}")
     with threads(config.threads):
-        torch.manual_seed(seed)
-        model = factory() if factory is not None else build(name)
+        model = initial_model(name, seed, factory)
         data = _training_data(config.n_train, config.data_seed, model.needs_cls)
         generator = torch.Generator().manual_seed(seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)

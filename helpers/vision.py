@@ -447,11 +447,10 @@ def sweep_table(sweep: dict[int, dict]) -> str:
     """One line per training-set size: each model's test and training accuracy, ranges over the seeds."""
     names = list(next(iter(sweep.values()))["models"])
     head = f"{'images':>8}" + "".join(f"  {name + ' test':>13}  {name + ' train':>13}" for name in names)
+    columns = [_by_size(sweep, name, key) for name in names for key in ("test_accuracy", "train_accuracy")]
     lines = [head]
     for n in sorted(sweep):
-        cells = "".join(f"  {span(_by_size(sweep, name, 'test_accuracy')[n], '.1%'):>13}"
-                        f"  {span(_by_size(sweep, name, 'train_accuracy')[n], '.1%'):>13}" for name in names)
-        lines.append(f"{n:>8,}" + cells)
+        lines.append(f"{n:>8,}" + "".join(f"  {span(column[n], '.1%'):>13}" for column in columns))
     return "\n".join(lines)
 
 

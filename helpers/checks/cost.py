@@ -74,17 +74,18 @@ def _macs_mistakes(n: int, d: int, d_ff: int) -> dict[str, list[tuple[int, str]]
 
 def _macs_dict(result, what: str) -> dict:
     expect_returned(result, what, "the dict")
+    fix = "return {" + ", ".join(f"'{p}': …" for p in PARTS) + "}, one count per part"
     if not isinstance(result, dict):
         raise CheckFailed(f"{what} should be a dict with keys {', '.join(PARTS)}, "
                           f"got {type(result).__name__}",
-                          "return {" + ", ".join(f"'{p}': …" for p in PARTS) + "}, one count per part")
+                          fix)
     missing = [p for p in PARTS if p not in result]
     extra = [key for key in result if key not in PARTS]
     if missing or extra:
         raise CheckFailed(f"{what} has keys {sorted(map(str, result))}; expected exactly {list(PARTS)}"
                           + (f" (missing {missing})" if missing else "")
                           + (f" (unexpected {extra})" if extra else ""),
-                          "return {" + ", ".join(f"'{p}': …" for p in PARTS) + "}, one count per part")
+                          fix)
     return result
 
 

@@ -44,12 +44,13 @@ ATTENTION_FIX = ("scores = q @ k.transpose(-2, -1) / √d_k (…, n_q, n_k); blo
 def _bool_mask(result, what: str, shape: tuple[int, ...], shape_mistakes: dict | None = None) -> torch.Tensor:
     """The learner's mask as a torch bool tensor of ``shape``, or a CheckFailed saying what is off."""
     expect_returned(result, what, "the mask")
+    torch_fix = "build it with torch: torch.ones(…, dtype=torch.bool), torch.arange(…) < …"
     if isinstance(result, np.ndarray):
         raise CheckFailed(f"{what} is a NumPy array; the masks of this lesson are torch tensors",
-                          "build it with torch: torch.ones(…, dtype=torch.bool), torch.arange(…) < …")
+                          torch_fix)
     if not isinstance(result, torch.Tensor):
         raise CheckFailed(f"{what} should be a torch bool tensor, got {type(result).__name__}",
-                          "build it with torch: torch.ones(…, dtype=torch.bool), torch.arange(…) < …")
+                          torch_fix)
     got_shape = tuple(result.shape)
     if got_shape != tuple(shape):
         message = (shape_mistakes or {}).get(got_shape, "")
