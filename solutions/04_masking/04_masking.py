@@ -20,7 +20,6 @@
 #   broadcasting;
 # - meet the NaN of a query with no allowed key, fix it, and write attention under any mask
 #   (exercise 3);
-# - see that `nn.MultiheadAttention` reads boolean masks the other way round;
 # - decode with a key/value cache that grows by one row per step (exercise 4);
 # - count the bytes of the score matrices (exercise 5) and measure time and memory as `n` grows.
 #
@@ -288,7 +287,7 @@ expect_close(_o, _ro, "masked_attention output with a padding (B, 1, 1, T) & cau
 # %% [markdown]
 # ### Your function on the worked example
 #
-# It should print the rows `[1, 0, 0]` and `[0.330, 0.670, 0]`:
+# It should give the rows `[1, 0, 0]` and `[0.330, 0.670, 0]`:
 
 # %%
 scores = Q @ K.T / math.sqrt(K.shape[1])  # (n, n), the scaled scores before masking
@@ -297,37 +296,26 @@ out_masked, weights = masked_attention(Q, K, V, allowed)  # your function
 print("scaled scores:\n", scores)
 print("weights:\n", weights)
 print("output = weights @ V:\n", out_masked)
-
-# %% [markdown]
-# Read the rows. *voltage* (row 0) may only see itself: weights `[1, 0, 0]`, so its output is
-# its own value `[10, 0]`. *spike* keeps the scores `[0, 0.707]` and gets weights
-# `[0.330, 0.670, 0]`. *alarm*, the last token, sees everything: its row is the same as in
-# lesson 02. Side by side with the unmasked weights:
-
-# %%
-weights = masked_attention(Q, K, V, allowed)[1]  # yours, as above
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
 plot_weights(torch.softmax(scores, dim=-1), tokens, tokens, ax=axes[0], title="no mask (lesson 02)")
 plot_weights(weights, tokens, tokens, ax=axes[1], title="causal mask")
 plt.show()
 
 # %% [markdown]
+# *voltage* (row 0) may only see itself: weights `[1, 0, 0]`, so its output is its own value
+# `[10, 0]`. *spike* keeps the scores `[0, 0.707]` and gets `[0.330, 0.670, 0]`. *alarm*, the
+# last token, sees everything: its row is lesson 02's.
+#
 # ### …not the weights, after it
 #
-# A tempting shortcut is to compute the usual softmax and then zero the blocked weights.
-# Two things break. The rows no longer sum to 1:
+# A tempting shortcut: the usual softmax, then zero the blocked weights. Compare the row sums,
+# then change only *alarm*'s key — a future token for *voltage* — and watch *voltage*'s weights:
 
 # %%
 after = torch.softmax(scores, dim=-1) * allowed  # the mistake: mask the weights
+before = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)  # the rule
 print("row sums, mask after the softmax: ", after.sum(dim=-1))
-print("row sums, mask before the softmax:", masked_attention(Q, K, V, allowed)[1].sum(dim=-1))
-
-# %% [markdown]
-# And the future leaks in: the blocked keys still took their share of each row's normaliser.
-# Change only *alarm*'s key — a future token for *voltage* and *spike* — and look at *voltage*'s
-# weights:
-
-# %%
+print("row sums, mask before the softmax:", before.sum(dim=-1))
 K_changed = K.clone()
 K_changed[2] = torch.tensor([4.0, 4.0])  # only the last (future) token changes
 for name, weigh in [
@@ -339,16 +327,16 @@ for name, weigh in [
     print(f"{name}: voltage's weights {w_old.numpy()} -> {w_new.numpy()}")
 
 # %% [markdown]
-# With the mask after the softmax, *voltage*'s weights depend on a token it must not see; a
-# model trained that way learns from the future. Dividing the zeroed weights by their new row
-# sums would repair the numbers, but the standard is simpler: blocked **scores** become `−∞`,
-# before the softmax.
-
-# %% [markdown]
+# Masked after the softmax, the rows no longer sum to 1, and *voltage*'s weights depend on a
+# token it must not see: the blocked keys still took their share of the normaliser, so a model
+# trained that way learns from the future. Renormalising would repair the numbers; the standard
+# is simpler — blocked **scores** become `−∞`, before the softmax.
+#
 # ### What the convention saves you from
 #
-# The padded batch from before, with the padded *queries* blocked as well (real query **and** real
-# key): a plain softmax over scores set to `−∞` gives NaN rows.
+# Take the padded batch again and block the padded *queries* as well (real query **and** real
+# key). A plain softmax gives NaN rows, and "the loss ignores those positions" does not save you:
+# zeroing them in the loss multiplies by 0, and `0 · NaN` is still NaN.
 
 # %%
 torch.manual_seed(0)
@@ -357,75 +345,20 @@ pad = torch.arange(T)[None, :] < torch.as_tensor(lengths)[:, None]  # (B, T), th
 pairs = pad[:, :, None] & pad[:, None, :]  # (B, T, T): real query and real key
 s = x @ x.transpose(-2, -1) / math.sqrt(4)  # (B, T, T)
 w_nan = torch.softmax(s.masked_fill(~pairs, float("-inf")), dim=-1)
-print("sentence 2 (3 real tokens), weights of the padded queries:\n", w_nan[2, 3:])
-
-# %% [markdown]
-# "Those rows are padding, the loss ignores them" — but a NaN does not stay where it is. Zeroing
-# the padded positions in the loss multiplies them by 0, and `0 · NaN` is still NaN:
-
-# %%
+print("plain softmax, sentence 2 (3 real tokens), padded queries:\n", w_nan[2, 3:])
 real = pad[..., None]  # (B, T, 1): 1 for real tokens, 0 for padding
-print("0 * nan =", 0 * float("nan"))
 print("loss over the real tokens only:", ((w_nan @ x) * real).sum())
-w_zero = w_nan.nan_to_num(0.0)  # the fix: a row with no allowed key gets all-zero weights
-print("the same loss with the fix:    ", ((w_zero @ x) * real).sum())
 w_yours_pad = masked_attention(x, x, x, pairs)[1]  # your function on the same rows
-print("your masked_attention, padded queries of sentence 2:\n", w_yours_pad[2, 3:])
+print("the same loss with your masked_attention:", ((w_yours_pad @ x) * real).sum())
+print("your weights for those padded queries:\n", w_yours_pad[2, 3:])
+print("with -1e9 instead of -inf, padded query 3:", torch.softmax(s.masked_fill(~pairs, -1e9), dim=-1)[2, 3])
 
 # %% [markdown]
-# Your `masked_attention` gives such rows zero weights instead (its weights for the same scores:
-# `masked_attention(x, x, x, pairs)`). Libraries disagree here: older PyTorch releases returned NaN from
-# `scaled_dot_product_attention` for such rows, recent ones return zeros, and a plain
-# `torch.softmax` still gives NaN, as above — so check what your version does before you rely on it.
-#
-# Replacing `−∞` by a large negative number such as `−1e9` avoids the NaN, but a row with no
-# allowed key then gets **equal** weights over keys it may not see:
-
-# %%
-print("with -1e9, sentence 2, padded query 3:", torch.softmax(s.masked_fill(~pairs, -1e9), dim=-1)[2, 3])
-
-# %% [markdown]
-# ### `nn.MultiheadAttention` reads masks the other way round
-#
-# PyTorch's `nn.MultiheadAttention` takes boolean masks where `True` means **not allowed**, both
-# for `attn_mask` and for `key_padding_mask` — the opposite of `scaled_dot_product_attention` and
-# of this course. Hand it the course's causal mask unchanged and see what it does:
-
-# %%
-torch.manual_seed(0)
-mha = torch.nn.MultiheadAttention(embed_dim=4, num_heads=1, bias=False, batch_first=True)
-x3 = torch.randn(1, 3, 4)  # (B, T, D)
-with torch.no_grad():
-    _, w_as_is = mha(x3, x3, x3, attn_mask=causal_mask(3))  # course convention, unchanged
-    _, w_flipped = mha(x3, x3, x3, attn_mask=~causal_mask(3))  # inverted for PyTorch
-print("course mask passed as is:\n", w_as_is[0])
-print("inverted (~mask):\n", w_flipped[0])
-
-# %% [markdown]
-# Passed as is, the mask blocks the past and the diagonal: each token sees only *later* tokens,
-# and the last token sees nothing at all — a NaN row. Inverted, it is the causal pattern. The
-# same numbers come out of your `masked_attention` with the course's mask, once we apply
-# `nn.MultiheadAttention`'s own projections (it stores `W_Q`, `W_K`, `W_V` stacked and
-# transposed, like `nn.Linear`: `q = x Wᵀ`). The same goes for `key_padding_mask`:
-
-# %%
-w_q, w_k, w_v = mha.in_proj_weight.detach().chunk(3)  # each (D, D), stored transposed
-
-
-def project(x):
-    """MultiheadAttention's q, k, v for x (B, T, D)."""
-    return x @ w_q.T, x @ w_k.T, x @ w_v.T
-
-
-_, w_course = masked_attention(*project(x3), causal_mask(3))
-print("causal: course mask == MultiheadAttention with ~mask:", torch.allclose(w_course, w_flipped, atol=1e-6))
-
-x_pad = torch.randn(2, 3, 4)  # two sentences of lengths 3 and 2
-real_tokens = padding_mask([3, 2], 3)  # (B, T), True = real token
-with torch.no_grad():
-    _, w_kpm = mha(x_pad, x_pad, x_pad, key_padding_mask=~real_tokens)  # True = ignore this key
-_, w_course_pad = masked_attention(*project(x_pad), real_tokens[:, None, :])
-print("padding: course mask == MultiheadAttention with ~mask:", torch.allclose(w_course_pad, w_kpm, atol=1e-6))
+# Your `masked_attention` gives such rows zero weights, so nothing leaks into the loss. Libraries
+# disagree here: older PyTorch releases returned NaN from `scaled_dot_product_attention` for such
+# rows, recent ones return zeros, and a plain `torch.softmax` still gives NaN — check your version
+# before you rely on it. The last line shows why `−1e9` in place of `−∞` is no cure: the NaN is
+# gone, but a row with no allowed key spreads **equal** weights over keys it may not see.
 
 # %% [markdown]
 # ## Training in parallel, decoding one token at a time
@@ -583,20 +516,18 @@ print(f"one head, fp16:  {attention_matrix_bytes(n_ctx) / 2**20:g} MiB")
 print(f"32 heads, fp16:  {attention_matrix_bytes(n_ctx, 32) / 2**30:g} GiB")
 
 # %% [markdown]
-# One GiB for the scores of a single layer, before anything else: training also keeps the
-# weights of every layer for the backward pass, which builds gradients of the same size.
+# One GiB for the scores of a single layer, before anything else; training keeps them for the
+# backward pass, which builds gradients of the same size.
 #
 # ### Tiles instead of the matrix; a cache that grows linearly
 #
-# **FlashAttention** (Dao et al., 2022) computes exactly the same output without ever storing the
-# `n × n` matrix: it walks over the keys in tiles, keeping for each query a running maximum and a
-# running sum of the softmax, so the memory for scores grows only linearly with `n`. The pairwise
-# work does not shrink: every query is still compared with every key, `n²` dot products. Lesson 08
-# has you write that loop.
+# **FlashAttention** (Dao et al., 2022) computes exactly the same output without storing the
+# `n × n` matrix: it walks over the keys in tiles with a running softmax (lesson 08 has you write
+# it), so memory grows linearly with `n` — but every query is still compared with every key.
 #
 # The **key/value cache** of decoding holds, per layer, one key and one value of width `d_head`
 # per head and per token: `2 · n · H · d_head` numbers, linear in `n`. For an illustrative layer of
-# 32 heads of width 128 in fp16, its score matrices and its cache:
+# 32 heads of width 128 in fp16:
 
 # %%
 n_heads, d_head = 32, 128
@@ -663,14 +594,14 @@ grade_choice(quiz_1, "c", "blocked scores become −∞ before the softmax, so t
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **2.** You pass the course's `padding_mask([3, 2], 3)` unchanged as `key_padding_mask` to
-# `nn.MultiheadAttention`. What are the weights of the second sentence — two words, then one
-# padding position?
+# **2.** `pad = padding_mask(lengths, T)` has shape `(B, T)`. The scores of a batch have shape
+# `(B, T_q, T_k)`, and padded **keys** must get weight 0. Which mask do you pass to
+# `masked_attention`?
 #
-# - (a) weight 1 on the padding position, 0 on both words, in every row
-# - (b) as in the course: the two words share the weight, the padding gets 0
-# - (c) NaN in every row, because every one of its keys is blocked
-# - (d) none: PyTorch refuses a boolean mask and raises an error
+# - (a) `pad[:, None, :]`: every query row of a sentence blocks the same keys
+# - (b) `pad[:, :, None]`: the same keys, held as a column instead of a row
+# - (c) `pad` as it is: broadcasting adds the missing query axis by itself
+# - (d) `~pad[:, None, :]`: `True` marks each padded key that must be blocked
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_2", "locked": false, "schema_version": 3, "solution": true}
 quiz_2 = None
@@ -681,10 +612,11 @@ quiz_2 = "a"
 # %% nbgrader={"grade": true, "grade_id": "quiz_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_2, "abcd", "quiz_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_2, "a", "nn.MultiheadAttention blocks where key_padding_mask is True, so the course's "
-             "mask blocks the two words and leaves only the padding: every row puts all its "
-             "weight there. The NaN rows belong to the first sentence, whose three keys are "
-             "all blocked. Pass ~mask instead")
+grade_choice(quiz_2, "a", "pad[:, None, :] is (B, 1, T_k): it broadcasts over the queries and blocks "
+             "each sentence's padded keys. pad[:, :, None] is (B, T_q, 1): it blocks the rows of "
+             "padded queries and lets real queries read the padding; pad as it is broadcasts as "
+             "(1, B, T), lining the batch axis up with the queries; and the course's masks are "
+             "True = may attend, so ~pad lets only the padding through")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -719,7 +651,7 @@ grade_choice(quiz_3, "d", "the score matrices hold n² numbers per head (× 4 wh
 # - A query with no allowed key would get `0/0 = NaN`, and NaN survives multiplication by 0: give
 #   such rows zero weights and a zero output. `−1e9` instead of `−∞` gives them equal weights instead.
 # - Masks here are `True` = may attend, like `scaled_dot_product_attention`;
-#   `nn.MultiheadAttention` uses `True` = blocked.
+#   `nn.MultiheadAttention` reads boolean masks the other way round (lesson 06 translates).
 # - Training computes all positions in one masked pass; decoding goes one token at a time with a
 #   key/value cache that grows by one row per step, and each new query still compares with all of it.
 # - The bill: `n²` scores per head — 32 MiB for 4096 tokens in fp16, 1 GiB for 32 heads. Tiling
