@@ -22,6 +22,7 @@ import grp
 import json
 import os
 import pwd
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -232,14 +233,63 @@ def memory_in_use(username: str, root: Path = CGROUP_ROOT) -> int | None:
     return None
 
 
+# ------------------------------------------------------------------ one port per server
+
+def unused_port() -> int:
+    """A port nothing listens on now (the system's choice for a bind to port 0)."""
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
+
+
+class PortBook:
+    """The ports handed to servers that are starting or running, so no two get the same one.
+
+    The local spawner's own choice is a port that is free at that moment; a server binds it
+    only seconds later, once Python and Jupyter have loaded. When a class logs in together, two
+    spawns can be handed the same free port: the second server cannot bind it and exits, while
+    the hub, which takes any answer below 500 from the port as "up", finds the first student's
+    server there and sends the second student to it, who gets that server's 404 for every page.
+    """
+
+    def __init__(self, pick=unused_port):
+        self.pick, self.taken = pick, set()
+
+    def take(self, tries: int = 100) -> int:
+        for _ in range(tries):
+            port = self.pick()
+            if port not in self.taken:
+                self.taken.add(port)
+                return port
+        raise RuntimeError(f"no free port for a server after {tries} tries ({len(self.taken)} handed out)")
+
+    def give_back(self, port: int) -> None:
+        self.taken.discard(port)
+
+
 def make_spawner_class():
     """LocalProcessSpawner with the course's roles: each user's server runs as that Linux user
-    from the shared environment, with the role's settings, inside the user's cgroup."""
+    from the shared environment, with the role's settings, inside the user's cgroup, on a port
+    no other server of this hub was handed (``PortBook``)."""
     from jupyterhub.spawner import LocalProcessSpawner
 
     class ClassSpawner(LocalProcessSpawner):
         cgroups: list[Path] = []
         umask: int = 0o022
+        ports = PortBook()  # one book for every server of the hub
+
+        async def start(self):
+            self.ports.give_back(self.port)
+            self.port = self.ports.take()
+            try:
+                return await super().start()
+            except BaseException:
+                self.ports.give_back(self.port)
+                raise
+
+        def clear_state(self):  # the server has stopped (or never started): its port is free again
+            self.ports.give_back(self.port)
+            super().clear_state()
 
         def make_preexec_fn(self, name):
             switch_user = super().make_preexec_fn(name)

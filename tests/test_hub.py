@@ -261,6 +261,51 @@ def test_a_student_reads_the_lessons_data_but_not_the_instructors_course(hub):
 
 # ------------------------------------------------------------------ a class at once
 
+_SPAWN_PORTS = """
+import asyncio, sys
+sys.path.insert(0, {hub_dir!r})
+import classhub
+import jupyterhub.spawner as spawner
+
+async def started(self):  # what start() hands the hub, without running a server
+    if self.port == 0:
+        self.port = spawner.random_port()
+    return ("127.0.0.1", self.port)
+
+spawner.LocalProcessSpawner.start = started
+offered = [41001, 41001, 41002, 41001]  # the same free port offered to two spawns in a row
+
+async def two_then_one_again(cls):
+    ports = iter(offered)
+    spawner.random_port = lambda: next(ports)
+    if hasattr(cls, 'ports'):  # the class spawner's book, drawing from the same offers
+        cls.ports = classhub.PortBook(pick=spawner.random_port)
+    a, b = cls(), cls()
+    got = [(await a.start())[1], (await b.start())[1]]
+    a.clear_state()
+    a.port = 0
+    return got + [(await a.start())[1]]
+
+print(asyncio.run(two_then_one_again(spawner.LocalProcessSpawner)))
+print(asyncio.run(two_then_one_again(classhub.make_spawner_class())))
+"""
+
+
+def test_servers_starting_together_get_different_ports(hub):
+    """Two spawns handed the same free port: JupyterHub's local spawner gives both servers that
+    port (the second cannot bind it, and the hub sends its student to the first one's server);
+    the class spawner gives the second another, and reuses a port once its server has stopped."""
+    import subprocess
+
+    script = _SPAWN_PORTS.format(hub_dir=str(ROOT / "hub"))
+    ran = subprocess.run([str(HUB_ENV / "bin" / "python"), "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    plain, ours = ran.stdout.split("\n")[:2]
+    assert plain == "[41001, 41001, 41002]", f"the local spawner's own choice: {plain}"
+    assert ours == "[41001, 41002, 41001]", f"the class spawner's ports: {ours}"
+
+
 RELOADS = 3  # how often a student reloads JupyterLab's first page before calling it broken
 
 

@@ -126,3 +126,20 @@ def test_an_instructor_gets_the_course_first_a_student_never_does():
     assert instructor["PYTHONPATH"] == str(settings.course)
     assert student["ATTENTION_DATA"] == instructor["ATTENTION_DATA"] == str(settings.prefix / "data")
     assert student["JUPYTER_CONFIG_PATH"].endswith("/jupyter/student")
+
+
+def test_two_servers_starting_together_never_share_a_port():
+    # What the system does when two spawns ask for a free port before either server has bound
+    # it: the same port, twice.
+    offered = iter([41001, 41001, 41001, 41002, 41001])
+    book = classhub.PortBook(pick=lambda: next(offered))
+    first, second = book.take(), book.take()
+    assert (first, second) == (41001, 41002)
+    book.give_back(first)  # that server stopped
+    assert book.take() == 41001
+    stuck = classhub.PortBook(pick=lambda: 41001)
+    stuck.take()
+    with pytest.raises(RuntimeError, match="no free port"):
+        stuck.take(tries=5)
+    real = classhub.PortBook()
+    assert len({real.take() for _ in range(20)}) == 20
