@@ -14,14 +14,13 @@
 # and say what full attention costs as the context grows.
 #
 # **You will**
-# - build a causal mask (exercise 1) and watch it change the worked example of lesson 02;
-# - see what goes wrong when the mask comes *after* the softmax;
-# - build padding masks for a batch of different lengths (exercise 2) and combine masks by
-#   broadcasting;
-# - meet the NaN of a query with no allowed key, fix it, and write attention under any mask
-#   (exercise 3);
-# - decode with a key/value cache that grows by one row per step (exercise 4);
-# - count the bytes of the score matrices (exercise 5) and measure time and memory as `n` grows.
+# - build a causal mask (exercise 1) and padding masks for a batch of different lengths
+#   (exercise 2), and combine them by broadcasting;
+# - write attention under any mask (exercise 3), and see what goes wrong when the mask comes
+#   *after* the softmax or a query has no allowed key;
+# - decode with a key/value cache that grows by one row per step (exercise 4), and time it
+#   against one masked pass;
+# - count the bytes of the score matrices (exercise 5) against the cache's as the context grows.
 #
 # **Time:** about 60 minutes. Each exercise is followed by a check cell: run it, and if it
 # fails, its message names the most likely mistake.
