@@ -107,12 +107,12 @@ def percent_range(values: Sequence[float]) -> str:
 
 def reading_rows(reading: Reading) -> list[str]:
     """One line per layer and head: sharpness, share on the deciding word, and the share per role."""
-    head = "layer head  sharpness  deciding  " + "".join(f"{r:>11}" for r in ROLES)
-    lines = [f"seed {reading.seed} ({reading.n_reviews} reviews)", head]
+    names = ("sharpness", "deciding", *ROLES)  # each column as wide as its name: fits a slide
+    lines = [f"seed {reading.seed} ({reading.n_reviews} reviews)", "layer head  " + " ".join(names)]
     for layer, h in np.ndindex(reading.sharpness.shape):
-        lines.append(f"{layer + 1:>5} {h:>4}  {reading.sharpness[layer, h]:>9.0%}  "
-                     f"{reading.deciding[layer, h]:>8.0%}  "
-                     + "".join(f"{x:>11.0%}" for x in reading.roles[layer, h]))
+        values = (reading.sharpness[layer, h], reading.deciding[layer, h], *reading.roles[layer, h])
+        cells = " ".join(f"{v:>{len(n)}.0%}" for n, v in zip(names, values))
+        lines.append(f"{layer + 1:>5} {h:>4}  {cells}")
     return lines
 
 

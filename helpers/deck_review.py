@@ -10,8 +10,9 @@ For each deck it writes, next to it:
   (``?print-pdf``), one page per slide as on screen, without speaker notes;
 
 and reports what does not fit: a slide taller or wider than the screen, code cut at the right
-edge, figure text smaller than ``MIN_TEXT_PX`` screen pixels (``helpers.projector``). It needs
-Debian's Chromium (``/usr/bin/chromium``, or ``$CHROMIUM``) and loads nothing from the network.
+edge, text on a slide or in a figure smaller than ``MIN_TEXT_PX`` screen pixels (figures are
+drawn for it by ``helpers.projector``). It needs Debian's Chromium (``/usr/bin/chromium``, or
+``$CHROMIUM``) and loads nothing from the network.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-q
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREEN = {"width": 1280, "height": 720}
 FIT_SLACK_PX = 4      # sub-pixel rounding
-MIN_TEXT_PX = 14.0    # figure text on screen, in pixels
+MIN_TEXT_PX = 14.0    # text on screen, in pixels: on slides and in figures
 THUMB_WIDTH, SHEET_COLUMNS = 320, 6
 
 # What the current slide measures on screen, and the figures on it (their index among all images
@@ -45,7 +46,17 @@ _MEASURE = r"""() => {
     const images = Array.from(slide.querySelectorAll('img')).map(img => ({
         index: all.indexOf(img),
         scale: img.naturalWidth ? img.getBoundingClientRect().width / img.naturalWidth : 0}));
-    return {where: Reveal.getIndices(), height: slide.scrollHeight * scale,
+    // the smallest text on the slide, in screen pixels: font size × any zoom × the deck's scale
+    let text = null;
+    for (const el of slide.querySelectorAll('pre, p, li, td, th, h1, h2, h3')) {
+        if (el.closest('aside.notes') || !el.offsetParent || !el.textContent.trim()) continue;
+        let px = parseFloat(getComputedStyle(el).fontSize) * scale;
+        for (let e = el; e && e !== slide.parentElement; e = e.parentElement) {
+            px *= parseFloat(e.style.zoom || 1);
+        }
+        text = text === null ? px : Math.min(text, px);
+    }
+    return {where: Reveal.getIndices(), height: slide.scrollHeight * scale, text: text,
             width: slide.scrollWidth * scale, cut: wide.length, images: images,
             notes: (Reveal.getSlideNotes() || '').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ')
                    .trim().slice(0, 200),
@@ -92,12 +103,18 @@ def _where(slide: dict) -> str:
     return f"slide {slide['where']['h']}/{slide['where'].get('v') or 0}"
 
 
+def _too_small(slide: dict) -> bool:
+    return slide["text"] is not None and slide["text"] < MIN_TEXT_PX
+
+
 def misfits(seen: list[dict]) -> list[str]:
-    """The slides whose content is taller or wider than the screen, or whose code is cut."""
+    """The slides whose content is taller or wider than the screen, whose code is cut, or whose
+    text (prose, code, printed output) is smaller than ``MIN_TEXT_PX`` on screen."""
     return [f"{_where(s)}: {s['height']:.0f}×{s['width']:.0f} px"
             + (f", {s['cut']} code block(s) cut at the right" if s["cut"] else "")
+            + (f", text {s['text']:.1f} px" if _too_small(s) else "")
             for s in seen if s["height"] > SCREEN["height"] + FIT_SLACK_PX
-            or s["width"] > SCREEN["width"] + FIT_SLACK_PX or s["cut"]]
+            or s["width"] > SCREEN["width"] + FIT_SLACK_PX or s["cut"] or _too_small(s)]
 
 
 _DATA_PNG = re.compile(r'<img[^>]*?src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
@@ -177,6 +194,15 @@ class Review:
     def tallest(self) -> float:
         return max(s["height"] for s in self.slides)
 
+    @property
+    def smallest_text(self) -> float:
+        """Of the prose, code and printed output on the slides, in screen pixels."""
+        return min((s["text"] for s in self.slides if s["text"]), default=float("nan"))
+
+    @property
+    def smallest_figure_text(self) -> float:
+        return min((f["text_px"] for f in self.figures if f["text_px"]), default=float("nan"))
+
 
 def review(decks: list[Path], profile: Path | None = None) -> list[Review]:
     """Walk, check, photograph and print each deck; see the module docstring."""
@@ -221,9 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     failed = False
     for r in review(args.decks):
-        smallest = min((f["text_px"] for f in r.figures if f["text_px"]), default=float("nan"))
-        print(f"{r.deck.name}: {len(r.slides)} slides, tallest {r.tallest:.0f} px, smallest figure text "
-              f"{smallest:.1f} px; {r.contact_sheet.name}, {r.handout.name} ({r.handout_pages} pages)")
+        print(f"{r.deck.name}: {len(r.slides)} slides, tallest {r.tallest:.0f} px, smallest text "
+              f"{r.smallest_text:.1f} px, in figures {r.smallest_figure_text:.1f} px; "
+              f"{r.contact_sheet.name}, {r.handout.name} ({r.handout_pages} pages)")
         for problem in r.problems:
             print(f"  does not fit: {problem}", file=sys.stderr)
         failed = failed or bool(r.problems)

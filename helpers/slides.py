@@ -10,8 +10,10 @@ What a deck shows:
   continues on sub-slides, cut between paragraphs; a second figure on a slide moves to a
   sub-slide of its own;
 - a deck that fits the screen: once the browser has laid it out, the template's script moves
-  what overflows a slide onto further sub-slides and zooms out a single cell taller than a
-  slide; code wraps instead of running off the right edge;
+  what overflows a slide onto further sub-slides, cuts printed output taller than a slide between
+  lines and zooms out any other single cell taller than a slide; code wraps instead of running
+  off the right edge, and printed lines a little too wide get a smaller font (not under
+  ``deck_review.MIN_TEXT_PX`` on screen) so tables keep their columns;
 - the input and the outputs of every code cell (each output a piece of its own, so a figure can
   continue on a sub-slide after its code): figures as embedded PNG data URIs drawn for a projector
   (``helpers.projector``: text at least about 14 px on a 1280-wide screen, thicker lines), math

@@ -347,9 +347,9 @@ def reviews(built, tmp_path_factory) -> dict[str, deck_review.Review]:
     done = deck_review.review(list(built.values()), tmp_path_factory.mktemp("browser"))
     print(f"reviewed {len(done)} decks in {time.perf_counter() - start:.1f} s")
     for r in done:
-        smallest = min((f["text_px"] for f in r.figures if f["text_px"]), default=None)
-        print(f"{r.deck.name}: {len(r.slides)} slides, tallest {r.tallest:.0f} px, "
-              f"{len(r.figures)} figures, smallest figure text {smallest} px")
+        print(f"{r.deck.name}: {len(r.slides)} slides, tallest {r.tallest:.0f} px, smallest text "
+              f"{r.smallest_text:.1f} px, {len(r.figures)} figures, smallest figure text "
+              f"{r.smallest_figure_text:.1f} px")
     return {r.deck.name.removesuffix(".slides.html"): r for r in done}
 
 
@@ -406,6 +406,42 @@ def test_the_fit_check_bites_on_an_unpaginated_deck(deck, tmp_path):
         seen = deck_review.walk(browser.new_page(), raw.as_uri())
         browser.close()
     assert deck_review.misfits(seen), "the check must find the slides that overflow without pagination"
+
+
+_TEXT_FIT = ("kids = [].concat.apply([], kids.map(function (kid) { return textParts(kid, limit); }));",
+             "fitWidth(s);")
+
+
+def test_a_long_printed_table_continues_on_sub_slides_at_full_size(built, reviews, tmp_path):
+    """Lesson 07 prints a 32-line table (three seeds) whose lines are wider than a slide: on the
+    deck its columns stay in line and its rows continue on a sub-slide, cut between seeds, with
+    no text under MIN_TEXT_PX; without that rule the cell is zoomed out and the text check says so."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    deck = built["07_transformer"]
+    html = deck.read_text(encoding="utf-8")
+    assert all(line in html for line in _TEXT_FIT), "the template's text rule changed: update this test"
+    zoomed = deck.with_name("zoomed.slides.html")
+    zoomed.write_text(html.replace(_TEXT_FIT[0], "").replace(_TEXT_FIT[1], ""), encoding="utf-8")
+    parts = """() => Array.from(document.querySelectorAll('.jp-OutputArea-output pre'))
+        .filter(p => p.textContent.includes('layer head'))
+        .map(p => ({text: p.textContent, wraps: p.scrollWidth > p.clientWidth + 1
+                                                || getComputedStyle(p).whiteSpace !== 'pre',
+                    px: parseFloat(getComputedStyle(p).fontSize) * Reveal.getScale()}))"""
+    with sync_playwright() as pw:
+        browser = deck_review.launch(pw, tmp_path / "profile")
+        page = browser.new_page()
+        deck_review.open_deck(page, deck.as_uri())
+        shown = page.evaluate(parts)
+        seen = deck_review.walk(page, zoomed.as_uri())
+        browser.close()
+    rows = [line for part in shown for line in part["text"].splitlines() if line.strip()]
+    assert len(shown) >= 2 and len(rows) == 3 * 10, [p["text"][:40] for p in shown]
+    assert all(p["text"].lstrip().startswith("seed") for p in shown), "a part must begin with a seed's header"
+    assert not any(p["wraps"] for p in shown), "the table's lines must not wrap"
+    assert min(p["px"] for p in shown) >= deck_review.MIN_TEXT_PX
+    assert [m for m in deck_review.misfits(seen) if "text" in m], "the zoomed table must be caught"
 
 
 def test_the_text_check_bites_on_figures_drawn_for_a_notebook(built, reviews, tmp_path):
