@@ -22,7 +22,6 @@ import grp
 import json
 import os
 import pwd
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -235,13 +234,6 @@ def memory_in_use(username: str, root: Path = CGROUP_ROOT) -> int | None:
 
 # ------------------------------------------------------------------ one port per server
 
-def unused_port() -> int:
-    """A port nothing listens on now (the system's choice for a bind to port 0)."""
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        return sock.getsockname()[1]
-
-
 class PortBook:
     """The ports handed to servers that are starting or running, so no two get the same one.
 
@@ -252,8 +244,8 @@ class PortBook:
     server there and sends the second student to it, who gets that server's 404 for every page.
     """
 
-    def __init__(self, pick=unused_port):
-        self.pick, self.taken = pick, set()
+    def __init__(self, pick):
+        self.pick, self.taken = pick, set()  # pick(): a port free right now
 
     def take(self, tries: int = 100) -> int:
         for _ in range(tries):
@@ -272,11 +264,12 @@ def make_spawner_class():
     from the shared environment, with the role's settings, inside the user's cgroup, on a port
     no other server of this hub was handed (``PortBook``)."""
     from jupyterhub.spawner import LocalProcessSpawner
+    from jupyterhub.utils import random_port
 
     class ClassSpawner(LocalProcessSpawner):
         cgroups: list[Path] = []
         umask: int = 0o022
-        ports = PortBook()  # one book for every server of the hub
+        ports = PortBook(random_port)  # one book for every server of the hub
 
         async def start(self):
             self.ports.give_back(self.port)

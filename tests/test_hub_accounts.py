@@ -11,7 +11,7 @@ import subprocess
 import classhub
 import pytest
 import roster
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 
 def _roster(tmp_path, text: str):
@@ -141,5 +141,5 @@ def test_two_servers_starting_together_never_share_a_port():
     stuck.take()
     with pytest.raises(RuntimeError, match="no free port"):
         stuck.take(tries=5)
-    real = classhub.PortBook()
+    real = classhub.PortBook(free_port)
     assert len({real.take() for _ in range(20)}) == 20
