@@ -396,7 +396,7 @@ def test_the_fit_check_bites_on_an_unpaginated_deck(deck, tmp_path):
     from playwright.sync_api import sync_playwright
 
     html = deck.read_text(encoding="utf-8")
-    start = html.index("<script>\n(function () {\n  // Deal the children")
+    start = html.index("<script>\n(function () {\n  // Printed text keeps its columns")
     end = html.index("</script>", start) + len("</script>")
     flag = "<script>document.querySelector('.reveal').setAttribute('data-paginated', 'true');</script>"
     raw = deck.parent / "unpaginated.slides.html"
