@@ -194,7 +194,9 @@ def plot_norm_warmup(results: dict, axes=None):
         axes[0].plot(steps, np.median(loss, 0), color=colour, ls=style, label=name)
     chance = np.log(results["config"]["vocab"])
     axes[0].axhline(chance, color="0.5", lw=0.8, ls=":")
-    axes[0].text(1, chance, " guessing", va="bottom", fontsize=8, color="0.4")
+    # at the right end, where trained curves have left the guessing line
+    axes[0].text(0.99, chance, "guessing", transform=axes[0].get_yaxis_transform(), ha="right",
+                 va="bottom", fontsize=8, color="0.4")
     axes[0].set_xlabel("training step")
     axes[0].set_ylabel("cross-entropy")
     axes[0].set_ylim(0, chance + 0.5)

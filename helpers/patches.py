@@ -17,6 +17,8 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from torch import nn
 
 from .plots import figure_png
@@ -188,6 +190,15 @@ def _overlay(ax, image: np.ndarray, heat: np.ndarray, title: str, vmax_floor: fl
     ax.set_title(title, fontsize=9)
 
 
+def _scale_bar(axes, vmax_floor: float) -> None:
+    """One colour bar for maps that each have their own scale: from 0 to the map's maximum (or
+    ``vmax_floor``, if larger), the number in each map's title."""
+    axes = np.asarray(axes, dtype=object).ravel().tolist()
+    bar = axes[0].figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), cmap="magma"), ax=axes,
+                                  ticks=[0.0, 1.0], shrink=0.8)
+    bar.ax.set_yticklabels(["0", f"the map's max,\nat least {vmax_floor:g}"])
+
+
 def _maps(maps, ndim: int, shape: str) -> np.ndarray:
     m = np.asarray(maps.detach() if torch.is_tensor(maps) else maps, dtype=float)
     if m.ndim != ndim:
@@ -228,6 +239,7 @@ def plot_cls_attention(images, maps, titles=None, axes=None, vmax_floor: float =
             top = mean[layer, b].max()
             _overlay(axes[b][layer + 1], img, mean[layer, b], f"layer {layer + 1} (max {top:.2f})",
                      vmax_floor)
+    _scale_bar(axes, vmax_floor)
     return axes
 
 
@@ -242,8 +254,9 @@ def plot_head_attention(image, maps, layer: int, axes=None, vmax_floor: float = 
                             squeeze=False)[1][0]
     img = _image_2d(image)
     for h in range(n_heads):
-        title = f"layer {layer + 1}, head {h + 1} (max {maps[layer, h].max():.2f})"
+        title = f"layer {layer + 1}, head {h}\n(max {maps[layer, h].max():.2f})"
         _overlay(axes[h], img, maps[layer, h], title, vmax_floor)
+    _scale_bar(axes, vmax_floor)
     return axes
 
 

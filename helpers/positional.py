@@ -271,10 +271,16 @@ def plot_pair_view(view: PairView, axes=None):
     circle = np.linspace(0, 2 * np.pi, 200)
     axes[1].plot(np.sin(circle), np.cos(circle), color="0.85", lw=1)
     axes[1].scatter(view.points[:, 0], view.points[:, 1], color="0.55", s=10, label="positions 0 … n − 1")
-    for pos, colour in ((p, "black"), (q, "#c44e52")):
+    # two hands close together (a slow pair): the labels sit on either side of them, not on top
+    close = np.linalg.norm(view.points[p] - view.points[q]) < 0.35
+    for pos, colour, side in ((p, "black", -1), (q, "#c44e52", 1)):
         x, y = view.points[pos]
         axes[1].annotate("", xy=(x, y), xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": colour})
-        axes[1].text(1.15 * x, 1.15 * y, f"p={pos}", color=colour, ha="center", va="center", fontsize=8)
+        tx, ty = 1.15 * x, 1.15 * y
+        if close:  # push along the tangent, away from the other hand
+            turn = side * np.sign(view.turn or 1.0) * 0.22
+            tx, ty = tx + turn * y, ty - turn * x
+        axes[1].text(tx, ty, f"p={pos}", color=colour, ha="center", va="center", fontsize=8)
     axes[1].set_aspect("equal")
     axes[1].set_xlim(-1.4, 1.4)
     axes[1].set_ylim(-1.4, 1.4)

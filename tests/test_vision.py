@@ -227,12 +227,11 @@ def test_lesson_09_statements_about_the_shipped_runs(held_out, shipped):
     assert np.diag(table).min() > 0.85
     assert max(table[i, j] for group in (straight, diagonal) for i in group for j in group if i != j) < 0.2
     # Where [CLS] looks (200 test images): in every seed some layer gives most of its attention to
-    # the two deciding corners, and the last two layers share it about evenly with the distractors.
+    # the two deciding corners.
     for seed in v.SEEDS:
         shares = pt.quadrant_shares(v.load_model("vit", seed).cls_attention(x[:200]))  # (L, 4)
         on, off = shares[:, [0, 3]].sum(axis=1), shares[:, [1, 2]].sum(axis=1)
         assert on.max() > 0.75 and off[on.argmax()] < 0.25, f"seed {seed}: {on}, {off}"
-        assert np.all(np.abs(on[2:] - off[2:]) < 0.2), f"seed {seed}: {on}, {off}"
 
 
 def test_lesson_09_statements_about_the_sweep():
@@ -245,15 +244,20 @@ def test_lesson_09_statements_about_the_sweep():
     assert cnn == {2_500: "memorises", 5_000: "memorises", 10_000: "generalises", 20_000: "generalises"}
     cnn_test = v._by_size(sweep, "cnn", "test_accuracy")
     assert max(cnn_test[2_500] + cnn_test[5_000]) < 0.65
-    # "The ViT underfits at every size, but each doubling of the data lifts its test accuracy, and
-    # with 20,000 images its three seeds land close together."
+    # "The ViT underfits at every size. With 2,500 or 5,000 images it stays within 3 points of
+    # chance on new images, and it is far from right on its own training images too; only from
+    # 10,000 on does its test accuracy climb, and with 20,000 images its three seeds land close
+    # together."
     assert set(v.sweep_regimes(sweep, "vit").values()) == {"underfits"}
     vit_test = v._by_size(sweep, "vit", "test_accuracy")
-    means = [np.mean(vit_test[n]) for n in sorted(sweep)]
-    assert all(b > a for a, b in zip(means, means[1:])), means
+    vit_train = v._by_size(sweep, "vit", "train_accuracy")
+    assert max(abs(a - 0.5) for n in (2_500, 5_000) for a in vit_test[n]) < 0.03
+    assert max(vit_train[2_500] + vit_train[5_000]) < 0.7
+    assert min(vit_test[10_000]) > max(vit_test[5_000]) + 0.1
+    assert np.mean(vit_test[20_000]) > np.mean(vit_test[10_000])
     assert np.ptp(vit_test[20_000]) < 0.02 and np.ptp(vit_test[20_000]) < np.ptp(vit_test[10_000])
-    # "the CNN had little left to gain above 10,000"
-    assert min(cnn_test[10_000]) > 0.99
+    # "the CNN is at 100% from 10,000 images on — a ceiling"
+    assert min(cnn_test[10_000] + cnn_test[20_000]) > 0.99
     table = v.sweep_table(sweep).splitlines()
     assert len(table) == 1 + 4 and table[-1].split()[0] == "20,000"
     reading = v.sweep_reading(sweep)

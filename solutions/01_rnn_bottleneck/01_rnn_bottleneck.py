@@ -158,8 +158,9 @@ print(f"0.5 ** 40 = {0.5 ** 40:.1e}")
 # end. `helpers.sentiment` generates short course reviews from templates, over a vocabulary of
 # 89 words, so the right answer is always known:
 #
-# - the label depends only on the **first adjective** and whether `not` or `never` stands before
-#   it (`not very helpful` is negative, `never boring` positive);
+# - one rule sets the label: take the **first adjective** of the review, and flip its sentiment
+#   when `not` or `never` comes before it, with at most an intensifier such as `very` in between
+#   (`not very helpful` is negative, `never boring` positive); nothing else in the review counts;
 # - **filler phrases** (`in the winter semester`, `if you ask me`, …) carry no sentiment and
 #   push the deciding words away from the end;
 # - a **distractor** clause (`although the coffee was great`) adds a second sentiment word that

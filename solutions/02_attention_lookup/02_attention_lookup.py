@@ -308,9 +308,11 @@ plt.show()
 # ### Why three projections, not one?
 #
 # The worked example used `K = Q`: one set of vectors both asks and answers. Then the score of
-# `i` with `j` always equals the score of `j` with `i` — if an adjective attends strongly to its
-# noun, the noun attends just as strongly to the adjective — and a token's score with itself,
-# `‖q_i‖²`, can never be negative. Separate projections let *what a token looks for* (`W_Q`)
+# `i` with `j` always equals the score of `j` with `i`: an adjective cannot score its noun highly
+# without the noun scoring the adjective just as highly, and a token's score with itself,
+# `‖q_i‖²`, can never be negative. (The *weights* need not be symmetric: each row's softmax shares
+# out its own total among different rivals, so `i → j` and `j → i` can still get different
+# shares.) Separate projections let *what a token looks for* (`W_Q`)
 # differ from *what it offers to be found by* (`W_K`): a verb can look for its subject without
 # the subject looking for the verb. `W_V` then separates both from *what it passes on* once
 # found. On 200 random tokens:

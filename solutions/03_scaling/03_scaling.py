@@ -20,7 +20,7 @@
 #   without the scale, and explore them with a slider;
 # - say why the argument holds only approximately, at initialisation.
 #
-# **Time:** about 45 minutes. Each exercise is followed by a check cell: run it, and if it
+# **Time:** about 50 minutes. Each exercise is followed by a check cell: run it, and if it
 # fails, its message names the most likely mistake.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
@@ -331,11 +331,12 @@ print(sweep_reading(sweep))
 # ## Try it: slide `d_k`, switch the scale
 #
 # Move the slider and flip the switch: the histogram shows the scores of all 500 queries, the
-# bars the weights of a typical query, the line below the numbers. (Where widgets do not run, you see the
-# picture for `d_k = 64` without the scale.)
+# bars the weights of a typical query, the line below the numbers. It opens at `d_k = 512`, the widest
+# width of the sweep, without the scale — the figures above showed 64. (Where widgets do not run,
+# you see that first picture.)
 
 # %% tags=["hide-in-slides"]
-display(scaling_explorer())
+display(scaling_explorer(d_k=512))
 
 # %% [markdown]
 # ## An argument about initialisation
@@ -364,7 +365,9 @@ print(f"std of q·k / √64:           {spread.scaled_score_std:.3f}")
 # fixed constant that makes the *start* well behaved at any width, not a normalisation that
 # holds during training. Vaswani et al. (2017, §3.2.1) offer the variance argument as an
 # illustration, not a proof: they note that without the scale, dot-product attention fell behind
-# additive attention for larger `d_k` (citing Britz et al. 2017), and *suspect* the reason —
+# additive attention for larger `d_k` (citing Britz et al. 2017; *additive* attention, Bahdanau et
+# al.'s, scores a query against a key with a small network, `vᵀ tanh(W q + U k)`, instead of a dot
+# product), and *suspect* the reason —
 # large dot products push the softmax into regions where its gradients are extremely small, the
 # effect measured above.
 
@@ -372,15 +375,20 @@ print(f"std of q·k / √64:           {spread.scaled_score_std:.3f}")
 # ## What training does to the spread
 #
 # Lesson 01 trained a small attention classifier on its reviews: width 32, two layers of four
-# heads with `d_head = 8`, three seeds (`data/sentiment/`). Its weights show what happens after
+# heads with `d_head = 8`, three seeds (`data/sentiment/`). (A *head* is one attention of its own,
+# with its own `W_Q`, `W_K`, `W_V`; a layer runs four side by side, each on queries and keys of
+# width `d_head = 32 / 4 = 8` — lesson 06 builds them.) Its weights show what happens after
 # the start. Below, every head of the three trained models reads 1,000 of lesson 01's test
 # reviews, and so does each model as it was initialised from the same seed, before any training.
 # Per head: the spread of its scaled scores `q·k/√d_head`, the entropy of a query's weights as a
 # share of `log n` (1 means uniform over the review's `n` tokens), the average largest weight,
 # and the share of queries whose Jacobian norm is below 0.01.
 #
-# Predict first. PyTorch initialises this model's query and key projections so that, on the
-# LayerNorm output every layer reads, each component of `q` and `k` has variance ½. What spread
+# Predict first. Each layer first rescales every token's vector to mean 0 and variance 1 (a
+# *LayerNorm*, lesson 07), and PyTorch draws the query and key projections at random with the
+# variance Glorot and Bengio (2010) proposed, *Xavier initialisation*, which keeps the size of a
+# vector about the same through a layer; together these give each component of `q` and `k`
+# variance ½. What spread
 # does the variance argument then give `q·k/√d_head` at initialisation?
 
 # %%

@@ -462,7 +462,10 @@ print(f"masked / unmasked pass: {ratio:.2f}, "
 # %% [markdown]
 # The single pass computes about twice as many scores, but as one large matrix product, which
 # keeps the processor busy; the `n` decoding steps are small products that must run one after the
-# other. Training uses the masked pass; generation has no choice but to go step by step.
+# other. And a cache grown with `torch.cat` is copied whole at every step — `cat` builds a new
+# tensor — so step `t` also moves `t` cached rows; real decoders allocate the cache once at its
+# full length and write each new row into place. Training uses the masked pass; generation has no
+# choice but to go step by step.
 #
 # And the mask cannot halve the time: the masked pass still computes every blocked score, then
 # throws it away, and building and applying the mask is one more pass over the `n × n` matrix.

@@ -25,7 +25,7 @@
 # - write the rotary embedding RoPE (exercise 2) and check, by computation, that it keeps lengths
 #   and makes scores depend only on the offset.
 #
-# **Time:** about 50 minutes. Each exercise is followed by a check cell: run it, and if it
+# **Time:** about 55 minutes. Each exercise is followed by a check cell: run it, and if it
 # fails, its message names the most likely mistake.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}

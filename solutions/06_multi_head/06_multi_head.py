@@ -454,12 +454,37 @@ alone = training.span([kept for s in summaries for _, kept in s["best_alone"]])
 print(f"\nOver the {len(seeds)} seeds, measured after training, one change at a time: {free} of "
       f"{summaries[0]['heads']} heads can each be removed at < 1 point, the costliest head costs {costliest} "
       f"points, and the best head of a layer, kept alone, holds {alone}% on its worst test set.")
+print("The costliest head sits in layer " + ", ".join(
+    f"{s['costliest'][0] + 1} (seed {seed})" for seed, s in zip(seeds, summaries)) + ".")
+
+# %% [markdown]
+# **Think (2 points, graded by hand).** A classmate concludes from the figures: "most heads are
+# useless, so we should have trained with one head from the start; multi-head attention is just
+# an ensemble of votes." Say in three or four sentences what is right and what is wrong in this.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "heads_think", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# Full marks for two of these points (one point each):
+# - Right: after training, most single heads cost under a point when removed (the figures), so a
+#   trained model can be pruned; studies of large models found the same (Michel et al. 2019;
+#   Voita et al. 2019).
+# - Wrong about training: removing a head from a trained network says what that network needs at
+#   test time, not what a network needs in order to learn — only training a one-head model
+#   answers that. (Below, on this easy task, one head per layer comes close; on translation
+#   Vaswani et al. found one head 0.9 BLEU worse than eight at the same cost.) And which head is
+#   the costly one is only known once the model is trained.
+# - Wrong about the ensemble: the heads learn together and each writes through its own rows of
+#   W_O into one sum — no head votes on its own; and one head costs far more than the rest, which
+#   a set of interchangeable voters would not.
+# === END MARK SCHEME ===
 
 # %% [markdown]
 # So the redundancy is real but partial: in each of the three models most heads can go one at a
-# time at almost no cost, one costs far more than any other, and which one that is changes from
-# seed to seed — the jobs are shared out afresh each time the model is trained. Keep in mind what removal measures: what the *trained* network
-# loses at test time, one head at a time. It says nothing about removing two heads together, and
+# time at almost no cost, and one costs far more than any other. Its number within the layer means
+# nothing: the heads of a layer are interchangeable, and training hands out their numbers at random,
+# so between seeds only the layer of the costliest head can be compared (the last line above).
+# Keep in mind what removal measures: what the *trained* network loses at test time, one head at a
+# time. It says nothing about removing two heads together, and
 # nothing about a network *trained* with fewer heads.
 #
 # That last question can be asked directly. Train the same classifier — the same width 32, the same
@@ -482,33 +507,14 @@ for seed in seeds:
 # On this task one head per layer nearly does the job: the one-head models come close to the
 # four-head ones, and where one falls short it is by a few points, not by half. They do not blend
 # *not* and *good* into one average either: in each layer the single head at `[CLS]` puts most of
-# its weight on one word, *not* in one layer and another word in the other — *good* itself, or a
-# word whose state, after the first layer, can already carry what it read there. With one head per
-# layer, the two words arrive in two steps instead of one.
+# its weight on one word, *not* in one layer and another word in the other (the lines above). What
+# the other word's state already holds by then — what layer 1 wrote into it — this lesson does
+# not measure.
 #
 # The task is easy, though: two words decide it. On translation, a much harder task, Vaswani et al.
 # found one head clearly worse than eight at the same cost (0.9 BLEU, quoted at the top of this
 # lesson). The ablation and this experiment answer different questions: which heads a trained model
 # can spare, and what a model needs in order to be trained.
-
-# **Think (2 points, graded by hand).** A classmate concludes from the figures: "most heads are
-# useless, so we should have trained with one head from the start; multi-head attention is just
-# an ensemble of votes." Say in three or four sentences what is right and what is wrong in this.
-
-# %% [markdown] nbgrader={"grade": true, "grade_id": "heads_think", "locked": false, "points": 2, "schema_version": 3, "solution": true}
-# === BEGIN MARK SCHEME ===
-# Full marks for two of these points (one point each):
-# - Right: much is redundant after training — many single heads can be removed at little cost
-#   (Michel et al. 2019; Voita et al. 2019), which is useful for pruning.
-# - Wrong about training: removal tests the trained network; it does not show that a one-head
-#   network would train to the same result — that took training one. On this easy task a one-head
-#   model came close (one seed a few points lower); on translation Vaswani et al. found one head
-#   0.9 BLEU worse than eight at the same cost. The heads that matter can differ between seeds,
-#   so which one to keep is only known after training.
-# - Wrong about the ensemble: the heads are trained jointly and their outputs are concatenated
-#   and mixed by W_O, not averaged as independent votes; a head that cannot be removed without a
-#   large loss is not one redundant voter among many.
-# === END MARK SCHEME ===
 
 # %% [markdown]
 # ## Quiz

@@ -25,7 +25,7 @@
 # - measure where the [CLS] token of three trained attention models looks, head by head, and
 #   watch the LSTM and the plain RNN change their minds as they read.
 #
-# **Time:** about 60 minutes. Each exercise is followed by a check cell: run it, and if it
+# **Time:** about 75 minutes. Each exercise is followed by a check cell: run it, and if it
 # fails, its message names the most likely mistake.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
@@ -85,9 +85,30 @@ plt.show()
 # $$\mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta$$
 #
 # with a learned scale `γ` and shift `β` of width `D` (Ba et al., 2016). BatchNorm computes the
-# same statistics over the **batch** instead. With padded reviews of different lengths that is a
-# problem: a token's output would depend on which other reviews share its batch. Below, a batch
-# of two "reviews" of three tokens; we change review 1 only and look at review 0's output.
+# same statistics over the **batch** instead: per feature, over every token of every sequence in
+# the batch.
+#
+# **Think (2 points, graded by hand).** A colleague replaces LayerNorm with a normalisation over
+# the batch (BatchNorm-style statistics) in a model that reads padded reviews of different lengths
+# in batches of 64. Give two concrete consequences, one during training and one when the model
+# is used on a single review.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "batch_statistics", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# One point each (any two of these, concretely stated):
+# - training: a token's output depends on the other reviews in its batch (and on how much padding
+#   they have — padding tokens enter the mean and variance unless masked out), so the same review
+#   gets different outputs in different batches; small or length-sorted batches give noisy or
+#   biased statistics.
+# - single review: the batch statistics of one review (or of one token) are meaningless or
+#   degenerate (variance of one example is 0), so the model must switch to running averages
+#   collected in training — train and test behaviour differ. LayerNorm uses each token's own
+#   features and behaves identically for batch size 1 and 64.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# Now measure one of the consequences. Below, a batch of two "reviews" of three tokens; we change
+# review 1 only and look at review 0's output.
 
 # %%
 torch.manual_seed(0)
@@ -360,24 +381,6 @@ print(f"post-norm / pre-norm, layer by layer: {ratio.min():.1f}–{ratio.max():.
 # 200 steps, and a learning rate chosen high on purpose. It shows that post-norm tolerates a
 # smaller learning rate at the start than pre-norm, not that post-norm never trains without a
 # warm-up; where exactly each one breaks down was not searched for.
-#
-# **Think (2 points, graded by hand).** A colleague replaces LayerNorm with a normalisation over
-# the batch (BatchNorm-style statistics) in a model that reads padded reviews of different lengths
-# in batches of 64. Give two concrete consequences, one during training and one when the model
-# is used on a single review.
-
-# %% [markdown] nbgrader={"grade": true, "grade_id": "batch_statistics", "locked": false, "points": 2, "schema_version": 3, "solution": true}
-# === BEGIN MARK SCHEME ===
-# One point each (any two of these, concretely stated):
-# - training: a token's output depends on the other reviews in its batch (and on how much padding
-#   they have — padding tokens enter the mean and variance unless masked out), so the same review
-#   gets different outputs in different batches; small or length-sorted batches give noisy or
-#   biased statistics.
-# - single review: the batch statistics of one review (or of one token) are meaningless or
-#   degenerate (variance of one example is 0), so the model must switch to running averages
-#   collected in training — train and test behaviour differ. LayerNorm uses each token's own
-#   features and behaves identically for batch size 1 and 64.
-# === END MARK SCHEME ===
 
 # %% [markdown]
 # ## Encoder and decoder
@@ -588,8 +591,8 @@ print("layer 1, the most on negation + adjective together: "
 #   at `not`" is a statement about a position, not about a word.
 # - The mean over heads hides all of this: it averages a sink with a reader. That is why the
 #   explorer opens on every head.
-# - An attention map shows where one layer **reads from**, not how the answer is computed: the
-#   values, the FFNs, the residual stream and the other layers all take part. Attention weights
+# - A map tells you which positions one layer mixes in — a **read**, not a derivation of the
+#   answer: the values, the FFNs, the residual stream and the other layers all take part. Attention weights
 #   can be changed a lot without changing a prediction (Jain & Wallace, 2019), and whether they
 #   "explain" depends on what you ask of an explanation (Wiegreffe & Pinter, 2019). Test a map's
 #   hint by intervening — removing the head, as lesson 06 did, or the word.

@@ -71,7 +71,8 @@ np.set_printoptions(precision=4, suppress=True)
 # | convolution | `O(k·n·d²)` | `O(1)` | `O(log_k n)` dilated, `O(n/k)` contiguous |
 #
 # Attention's path is one step between any two positions, and all positions are computed at
-# once — the two advantages lesson 01 measured. Its price is the `n²`. Which is larger,
+# once — the two advantages lesson 01 pointed out (it measured the first, the gradient across
+# distance, and argued the second). Its price is the `n²`. Which is larger,
 # `n²·d` or `n·d²`, depends on whether `n < d`. The leading terms for a sentence and for a large
 # image:
 
