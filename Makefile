@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 
-.PHONY: setup lab formgrader test release build lint slides grade feedback restore hostile hub hub-install clean
+.PHONY: setup lab formgrader test release build lint slides grade check feedback restore hostile hub hub-install clean
 
 setup: $(STAMP)
 
@@ -62,6 +62,13 @@ grade: build
 feedback: setup
 	@test -n "$(LESSON)" || { echo "usage: make feedback LESSON=NN_topic [RELEASE=1]"; exit 2; }
 	$(BIN)/python -m helpers.grading.autograde $(LESSON) --feedback --zip $(if $(RELEASE),--release)
+
+# For a learner working alone: grade your own saved notebook as an instructor would (hidden tests,
+# sandbox, feedback page), in a course root of its own (.selfcheck/): make check LESSON=NN_topic
+# [NOTEBOOK=path/to/file.ipynb]
+check: build
+	@test -n "$(LESSON)" || { echo "usage: make check LESSON=NN_topic [NOTEBOOK=path/to/file.ipynb]"; exit 2; }
+	$(BIN)/python -m helpers.grading.selfcheck $(LESSON) $(NOTEBOOK)
 
 # Take back the hold for review of one student's score: make restore LESSON=NN_topic STUDENT=id
 restore: setup

@@ -339,7 +339,9 @@ for name in after.ratios:
 # ## Quiz
 #
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
-# only confirms that your answer is recorded; the grade comes with the feedback.
+# only confirms that your answer is recorded; the grade comes with the feedback. Working on your
+# own? Save the notebook, then run `make check LESSON=01_rnn_bottleneck` in a terminal: it grades
+# the notebook as an instructor would and shows each verdict with its reason.
 #
 # **1.** Backwards through each step of an RNN, the gradient shrinks by a factor of about 0.6.
 # Compared with the last word, a word 30 steps earlier gets a gradient that is about…

@@ -571,7 +571,9 @@ plt.show()
 # ## Quiz
 #
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
-# only confirms that your answer is recorded; the grade comes with the feedback.
+# only confirms that your answer is recorded; the grade comes with the feedback. Working on your
+# own? Save the notebook, then run `make check LESSON=04_masking` in a terminal: it grades
+# the notebook as an instructor would and shows each verdict with its reason.
 #
 # **1.** Where does a causal mask act?
 #

@@ -530,7 +530,9 @@ print("rope of the last token alone, at position 9 == row 9 of rope of the whole
 # ## Quiz
 #
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
-# only confirms that your answer is recorded; the grade comes with the feedback.
+# only confirms that your answer is recorded; the grade comes with the feedback. Working on your
+# own? Save the notebook, then run `make check LESSON=05_positional_encoding` in a terminal: it grades
+# the notebook as an instructor would and shows each verdict with its reason.
 #
 # **1.** Self-attention without any positional information. You shuffle the words of a sentence.
 # The **mean of the output rows**…

@@ -397,7 +397,9 @@ print(f"sdpa at n = 2048, (1, 1, T, d) input: {peak_4d / 2**20:6.2f} MiB;  (T, d
 # ## Quiz
 #
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
-# only confirms that your answer is recorded; the grade comes with the feedback.
+# only confirms that your answer is recorded; the grade comes with the feedback. Working on your
+# own? Save the notebook, then run `make check LESSON=08_cost_of_attention` in a terminal: it grades
+# the notebook as an instructor would and shows each verdict with its reason.
 #
 # **1.** Compared with naive attention on `n` tokens, `online_softmax_attention` gives…
 #

@@ -578,7 +578,9 @@ plt.show()
 # ## Quiz
 #
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
-# only confirms that your answer is recorded; the grade comes with the feedback.
+# only confirms that your answer is recorded; the grade comes with the feedback. Working on your
+# own? Save the notebook, then run `make check LESSON=09_vision_patches` in a terminal: it grades
+# the notebook as an instructor would and shows each verdict with its reason.
 #
 # **1.** A ViT reads a 384 × 384 RGB image with `P = 16` and a [CLS] token. How many tokens?
 #

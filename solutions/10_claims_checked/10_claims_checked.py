@@ -21,9 +21,9 @@
 #
 # The check does not say whether you were right. The grade comes with the feedback, and with it
 # the **reason** behind every verdict: read them there — they are the point of the lesson.
-# Working on your own? Each reason is in the hidden test of its check cell, in the lesson's source
-# `solutions/10_claims_checked/10_claims_checked.py`: answer first, then compare. At the end, one
-# question is graded by hand.
+# Working on your own? Answer everything, save the notebook, then run
+# `make check LESSON=10_claims_checked` in a terminal: it grades the notebook as an instructor
+# would and shows every verdict with its reason. At the end, one question is graded by hand.
 #
 # **Time:** about 30 minutes. Everything here was built in lessons 01–09; each claim says where.
 
