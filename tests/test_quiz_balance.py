@@ -19,6 +19,10 @@ The rules, for N questions of four options (chance: N/4 of them for any one cue 
 - **similar lengths**: within a question the longest option is at most twice the shortest, or at
   most 25 characters longer (short numeric options such as "8" and "512" pass).
 - **true/false**: with three or more such questions, neither True nor False is always right.
+- **strictly longest**: the right option is longer than every other option of its question in at
+  most a quarter of the questions — chance, for four options.
+- **no lone hedge**: a question whose only hedged option ("loosely", "half true", "partly", …) is
+  the right one teaches students to pick the hedge; no question does that.
 
 The last tests build deliberately skewed quiz sets from the course's own questions and show that
 the rules catch them.
@@ -39,6 +43,9 @@ LONGEST_RIGHT_MAX = 1.5  # × chance
 LETTER_SHARE = (0.5, 1.5)  # × a letter's fair share
 MIN_QUESTIONS_FOR_LETTERS = 20
 LENGTH_RATIO_MAX, LENGTH_GAP_MAX = 2, 25
+STRICTLY_LONGEST_MAX = 0.25  # of the questions
+HEDGES = re.compile(r"\b(loosely|half[- ]true|partly|partially|in part|somewhat|more or less|"
+                    r"it depends|sort of|to some extent)\b", re.I)
 
 _OPTION = re.compile(r"\(([a-z])\)\s+(.*?)\s*(?=\s[·-]\s+\([a-z]\)\s|$)", re.S)
 _GRADE = re.compile(r'grade_choice\((\w+),\s*"([a-z])"')
@@ -179,6 +186,28 @@ def test_options_of_a_question_have_similar_lengths():
     assert found == [], "\n".join(found)
 
 
+def strictly_longest_right(questions: list[Question]) -> list[Question]:
+    return [q for q in questions
+            if all(q.length(q.right) > q.length(x) for x in q.letters if x != q.right)]
+
+
+def lone_hedge_right(questions: list[Question]) -> list[Question]:
+    """Questions whose one hedged option is the right one."""
+    return [q for q in questions
+            if [x for x, o in zip(q.letters, q.options) if HEDGES.search(o)] == [q.right]]
+
+
+def test_the_right_option_is_strictly_the_longest_in_at_most_a_quarter_of_the_questions():
+    found = strictly_longest_right(QUESTIONS)
+    assert len(found) <= STRICTLY_LONGEST_MAX * len(QUESTIONS), \
+        f"{len(found)} of {len(QUESTIONS)}: " + ", ".join(f"{q.lesson} {q.name}" for q in found)
+
+
+def test_no_question_has_its_only_hedged_option_right():
+    found = lone_hedge_right(QUESTIONS)
+    assert found == [], ", ".join(f"{q.lesson} {q.name}: {q.options}" for q in found)
+
+
 def test_true_false_answers_are_not_all_the_same():
     answers = [value for _, value in _GRADE_TF.findall(SOURCES)]
     assert len(answers) < 3 or set(answers) == {"True", "False"}, answers
@@ -241,3 +270,15 @@ def test_options_are_parsed_as_a_student_reads_them():
     assert options_of(listed) == want
     with pytest.raises(ValueError, match="out of order"):
         options_of("(a) one · (c) three")
+
+
+def test_the_strictly_longest_and_lone_hedge_rules_bite():
+    longest = [_rearranged(q, q.right, right_text=max(q.options, key=len) + " and more")
+               for q in QUESTIONS[:20]] + QUESTIONS[20:]
+    assert len(strictly_longest_right(longest)) > STRICTLY_LONGEST_MAX * len(QUESTIONS)
+    q = QUESTIONS[0]
+    hedged = _rearranged(q, q.right, right_text="loosely: " + q.options[q.letters.index(q.right)])
+    assert lone_hedge_right([hedged]) == [hedged]
+    both = replace(hedged, options=tuple(o if x == hedged.right else "partly " + o
+                                         for x, o in zip(hedged.letters, hedged.options)))
+    assert lone_hedge_right([both]) == [], "a hedge among several options is no cue"

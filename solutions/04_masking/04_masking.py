@@ -71,8 +71,8 @@ np.set_printoptions(precision=3, suppress=True)
 # before you write it.
 
 # %% [markdown]
-# **Exercise 1 (2 points).** Write `causal_mask(n)`: a torch **bool** tensor of shape `(n, n)`,
-# `True` where key `j ≤` query `i`. (`torch.tril` keeps the lower triangle of a matrix.)
+# **Exercise 1 (2 points).** Write `causal_mask(n)`: a torch **bool** tensor of shape `(n, n)`
+# whose entry `[i, j]` is `True` exactly when query `i` may attend to key `j`.
 
 # %% nbgrader={"grade": false, "grade_id": "causal_mask", "locked": false, "schema_version": 3, "solution": true}
 def causal_mask(n):
@@ -144,8 +144,7 @@ print("lengths:", lengths, " T =", T)
 #
 # **Exercise 2 (2 points).** Write `padding_mask(lengths, max_len)`: a torch bool tensor of shape
 # `(B, max_len)`, `True` at positions `< length` of each sequence. `lengths` may be a list or a
-# 1-D integer tensor (`torch.as_tensor` accepts both). Hint: compare `torch.arange(max_len)` as
-# a row with the lengths as a column, and let broadcasting do the rest.
+# 1-D integer tensor. Try it without a Python loop over the sequences.
 
 # %% nbgrader={"grade": false, "grade_id": "padding_mask", "locked": false, "schema_version": 3, "solution": true}
 def padding_mask(lengths, max_len):
@@ -221,8 +220,7 @@ plt.show()
 # **Exercise 3 (4 points).** Write `masked_attention(q, k, v, mask=None)` for torch tensors
 # `q (…, n_q, d_k)`, `k (…, n_k, d_k)`, `v (…, n_k, d_v)` (any number of leading batch
 # dimensions, such as `(B, H)`), returning `(output (…, n_q, d_v), weights (…, n_q, n_k))`:
-# - scores `q kᵀ / √d_k` — on batched tensors transpose the last two dimensions,
-#   `k.transpose(-2, -1)` (`.T` reverses all of them);
+# - lesson 02's scaled dot-product attention, batched over the leading dimensions;
 # - `mask` is bool, broadcastable to `(…, n_q, n_k)`, `True` = may attend; `None` = no mask;
 # - a query row with no allowed key gets zero weights and a zero output.
 
@@ -382,12 +380,10 @@ for step in decode_trace(Q, K, V):
 # in one masked pass, the numbers are the same.
 #
 # **Exercise 4 (3 points).** Write `causal_attention_with_cache(q, k, v)` for `q, k (…, n, d_k)`
-# and `v (…, n, d_v)`. Walk over the positions `t = 0 … n−1`: append `k[..., t:t+1, :]` and
-# `v[..., t:t+1, :]` to a key cache and a value cache (`torch.cat` along `dim=-2`), attend with the
-# single query `q[..., t:t+1, :]` to the caches, and keep its output row. Return the rows joined
-# into `(…, n, d_v)`. No mask is needed — the cache holds only what is allowed. The result must
-# equal `masked_attention` with `causal_mask(n)`, computed without ever building an `(n, n)`
-# score matrix.
+# and `v (…, n, d_v)`, returning `(…, n, d_v)`: causal attention computed the way a decoder
+# generates — position after position, each query against a key cache and a value cache that
+# grow by one row per step — so that no `(n, n)` score matrix is ever built and no mask is
+# needed. The result must equal `masked_attention` with `causal_mask(n)`.
 
 # %% nbgrader={"grade": false, "grade_id": "causal_attention_with_cache", "locked": false, "schema_version": 3, "solution": true}
 def causal_attention_with_cache(q, k, v):
@@ -575,12 +571,14 @@ plt.show()
 # own? Save the notebook, then run `make check LESSON=04_masking` in a terminal: it grades
 # the notebook as an instructor would and shows each verdict with its reason.
 #
-# **1.** Where does a causal mask act?
+# **1.** A colleague applies the causal mask *after* the softmax: they multiply the weights by the
+# mask, then divide each row by its new sum. Compared with `−∞` scores before the softmax, their
+# weights are…
 #
-# - (a) it sets the blocked scores to 0 before the softmax
-# - (b) it multiplies the weights by the mask after the softmax
-# - (c) it sets the blocked scores to `−∞` before the softmax
-# - (d) it sets the value rows of future tokens to zero
+# - (a) different: the blocked scores still sit in the softmax's denominator
+# - (b) different: the rows no longer sum to 1 after the division
+# - (c) the same: dividing by the new row sum cancels the blocked keys' share
+# - (d) the same, but only where the blocked scores are below the allowed ones
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
@@ -591,10 +589,13 @@ quiz_1 = "c"
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "c", "blocked scores become −∞ before the softmax, so they get weight exactly 0 and "
-             "the allowed keys share all of it; a score of 0 still gets the weight e⁰ = 1 "
-             "before normalising, masking the weights afterwards leaves rows that do not sum "
-             "to 1, and zeroing the future values still lets their keys take weight")
+grade_choice(quiz_1, "c", "the softmax gives key j the weight e^(s_j) / Σ_all e^(s); zeroing the blocked "
+             "ones and dividing by what is left gives e^(s_j) / Σ_allowed e^(s) — exactly what "
+             "−∞ scores before the softmax give, because the common denominator cancels. "
+             "Without the division the rows would not sum to 1 (the demonstration in this "
+             "lesson). In floating point it can still differ: when the blocked scores are far "
+             "larger, the allowed weights underflow to 0 before the division, and 0 / 0 is NaN "
+             "— one reason frameworks mask the scores")
 ### END HIDDEN TESTS
 
 # %% [markdown]

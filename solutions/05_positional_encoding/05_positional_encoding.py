@@ -534,13 +534,14 @@ print("rope of the last token alone, at position 9 == row 9 of rope of the whole
 # own? Save the notebook, then run `make check LESSON=05_positional_encoding` in a terminal: it grades
 # the notebook as an instructor would and shows each verdict with its reason.
 #
-# **1.** Self-attention without any positional information. You shuffle the words of a sentence.
-# The **mean of the output rows**…
+# **1.** A classifier runs two self-attention layers with **no positional information**, then
+# averages the output rows and reads the average. Can it learn to tell "dog bites man" from
+# "man bites dog"?
 #
-# - (a) is shuffled the same way as the words
-# - (b) is unchanged: rows only trade places
-# - (c) changes: each word now has other neighbours
-# - (d) changes by an amount that depends on the shuffle
+# - (a) yes: attention compares every pair of words, order included
+# - (b) no: both orders give the same average, whatever the weights
+# - (c) yes: the second layer reads what the first one mixed, in order
+# - (d) no, but only because two layers are too few to learn order
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
@@ -551,10 +552,11 @@ quiz_1 = "b"
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "b", "self-attention is equivariant: shuffling the words shuffles the output rows, and "
-             "their mean does not care about the order — pooling is invariant. Without "
-             "positions no word has neighbours to lose, and a mean is one vector, with nothing "
-             "to shuffle")
+grade_choice(quiz_1, "b", "without positions each layer is equivariant — reordering the words reorders "
+             "its output rows and changes nothing else — so after any number of layers the two "
+             "sentences give the same rows in a different order, and their average is the "
+             "same vector. Comparing every pair does not help: a pair of words scores the same "
+             "wherever the two stand. Only positions break the tie")
 ### END HIDDEN TESTS
 
 # %% [markdown]

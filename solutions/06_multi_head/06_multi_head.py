@@ -224,11 +224,11 @@ print(merge_heads(split_heads(x_tag, 2))[0])
 #
 # - `x_q (B, T_q, D)` gives the queries, `x_kv (B, T_kv, D)` the keys and values (the same
 #   tensor for self-attention; a different one for cross-attention in lesson 07);
-# - the weights are `(D, D)` and applied as `x @ w`;
-# - split `x_q @ w_q`, `x_kv @ w_k`, `x_kv @ w_v` into heads; in every head, scores
-#   `q kᵀ / √d_h`, blocked where `mask` is `False` (bool, broadcastable to `(B, H, T_q, T_kv)`,
-#   True = may attend), softmax over the keys, a query with no allowed key gets zeros;
-# - merge the heads and multiply by `w_o`;
+# - the four weights are `(D, D)` and applied as `x @ w`: `w_q`, `w_k`, `w_v` project into all
+#   heads at once, `w_o` mixes what the heads found;
+# - each of the `n_heads` heads is lesson 04's masked attention on its own slice of width
+#   `d_h = D / n_heads` (so its scores are scaled by `√d_h`), under `mask` (bool, broadcastable to
+#   `(B, H, T_q, T_kv)`, True = may attend; a query with no allowed key gets zeros);
 # - return `(output (B, T_q, D), weights (B, H, T_q, T_kv))`.
 #
 # Use your `split_heads` and `merge_heads`. Lesson 04's `masked_attention` is the per-head step:

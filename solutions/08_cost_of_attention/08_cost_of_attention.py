@@ -98,18 +98,19 @@ for n, d, what in [(50, 512, "a 50-word sentence, d = 512"),
 # multiply-add (MAC) per term of each matrix product — `(a, b) @ (b, c)` costs `a·b·c` — and
 # ignoring biases, softmax and norms:
 #
-# | part | product(s) | multiply-adds |
-# |---|---|---|
-# | projections | `x W_Q`, `x W_K`, `x W_V` and the output `W_O`: four `(n, d) @ (d, d)` | `4·n·d²` |
-# | scores | `Q Kᵀ`: `(n, d) @ (d, n)` | `n²·d` |
-# | mix | `weights @ V`: `(n, n) @ (n, d)` | `n²·d` |
-# | FFN | `(n, d) @ (d, d_ff)`, then `(n, d_ff) @ (d_ff, d)` | `2·n·d·d_ff` |
+# | part | product(s) |
+# |---|---|
+# | projections | `x W_Q`, `x W_K`, `x W_V` and the output `W_O`: four `(n, d) @ (d, d)` |
+# | scores | `Q Kᵀ`: `(n, d) @ (d, n)` |
+# | mix | `weights @ V`: `(n, n) @ (n, d)` |
+# | FFN | `(n, d) @ (d, d_ff)`, then `(n, d_ff) @ (d_ff, d)` |
 #
 # (Splitting into heads does not change the counts: `h` heads of width `d/h` do `h` times less
-# work each.) Only the scores and the mix grow with `n²`; the rest grows with `n`.
+# work each.) Before writing any code, work out each row's count on paper: which rows grow with
+# `n²`, which with `n`?
 #
 # **Exercise 1 (2 points).** Write `layer_macs(n, d_model, d_ff)` returning a dict with the keys
-# `"projections"`, `"scores"`, `"mix"`, `"ffn"` and the counts of the table as Python ints.
+# `"projections"`, `"scores"`, `"mix"`, `"ffn"`: each part's multiply-adds, as Python ints.
 
 # %% nbgrader={"grade": false, "grade_id": "layer_macs", "locked": false, "schema_version": 3, "solution": true}
 def layer_macs(n, d_model, d_ff):
@@ -144,8 +145,7 @@ for _args in [(131_072, 8192, 28_672), (1, 1, 1), tuple(int(x) for x in _rng.int
 
 # %% [markdown]
 # **Exercise 2 (1 point).** Write `score_share(n, d_model, d_ff)`: the fraction (between 0 and
-# 1) of the layer's multiply-adds spent in the two `n × n` products, `(scores + mix) / total`.
-# Use your `layer_macs`.
+# 1) of the layer's multiply-adds spent in the two `n × n` products.
 
 # %% nbgrader={"grade": false, "grade_id": "score_share", "locked": false, "schema_version": 3, "solution": true}
 def score_share(n, d_model, d_ff):
@@ -450,10 +450,10 @@ grade_choice(quiz_2, "a", "4,096 tokens is past the crossover n = 2·d + d_ff = 
 # **3.** You run `online_softmax_attention` on `n = 4096` tokens with `block_size = 128` instead
 # of 64. What changes?
 #
-# - (a) the output: it gets closer to exact attention
-# - (b) the work: the multiply-adds are halved
-# - (c) only the memory for scores: it doubles
-# - (d) nothing: not even the memory in use
+# - (a) the output: with larger blocks it gets closer to exact attention
+# - (b) the work: half as many blocks means half the multiply-adds
+# - (c) the score slice held at once doubles; the loop runs half as often
+# - (d) nothing: the same `n²` scores are computed, so memory and time stay
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_3", "locked": false, "schema_version": 3, "solution": true}
 quiz_3 = None
@@ -465,9 +465,10 @@ quiz_3 = "c"
 check_choice(quiz_3, "abcd", "quiz_3")
 ### BEGIN HIDDEN TESTS
 grade_choice(quiz_3, "c", "the running max and sum make the output exact for any block size, and every "
-             "query still meets every key (n²·d multiply-adds either way); the block size sets "
-             "the width of the (n, block) slice of scores held in memory at a time, so that "
-             "memory doubles")
+             "query still meets every key (n²·d multiply-adds either way). The block size sets "
+             "the width of the (n, block) slice of scores held at a time — it doubles — and the "
+             "number of trips through the loop, each with its fixed Python cost, which halves. "
+             "The rest of the peak (q, k, v and the (n, d) accumulator) does not change")
 ### END HIDDEN TESTS
 
 # %% [markdown]

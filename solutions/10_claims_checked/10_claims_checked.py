@@ -101,9 +101,10 @@ grade_choice(claim_1, "a", "True for plain RNNs, and measurable: a word k steps 
              "through k multiplications by W_h (and tanh′), so its gradient shrinks roughly "
              "geometrically with k; the measurement above found it many orders of magnitude "
              "weaker 40 steps back. But gated RNNs keep an additive cell path the network can "
-             "learn to hold open: at initialisation its gradient fades too, but trained in lesson 01 "
-             "the LSTM was right on nearly every review while the plain RNN stayed near chance. What attention adds for good is a one-step path "
-             "between any two positions and training all positions in parallel.")
+             "learn to hold open: at initialisation its gradient fades too, but trained in "
+             "lesson 01 the LSTM was right on nearly every review while the plain RNN stayed "
+             "near chance. What attention adds for good is a one-step path between any two "
+             "positions and training all positions in parallel.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -119,22 +120,29 @@ _, W = course.attention(Q, K, V)  # W: the (n_q, n_k) weights
 print("weights:", W.shape, "  V:", V.shape, "  Vᵀ:", V.T.shape)
 
 # %% [markdown]
-# True or False: with tokens as rows, attention is `softmax(QKᵀ/√d_k) Vᵀ`.
+# With tokens as rows (`Q = X W_Q`), which expression is attention?
+#
+# - (a) `softmax(QKᵀ/√d_k) Vᵀ`
+# - (b) `softmax(QKᵀ/√d_k) V`
+# - (c) `softmax(QᵀK/√d_k) V`
+# - (d) `V softmax(QKᵀ/√d_k)`
 
 # %% nbgrader={"grade": false, "grade_id": "claim_2", "locked": false, "schema_version": 3, "solution": true}
 claim_2 = None
 ### BEGIN SOLUTION
-claim_2 = False
+claim_2 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_2_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_choice(claim_2, "tf", "claim_2")
+check_choice(claim_2, "abcd", "claim_2")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_2, False, "False. With tokens as rows (Q = X W_Q), the weights are (n_q, n_k) and V is "
-             "(n_k, d_v): the output is weights @ V, each output row a blend of value rows. Vᵀ "
-             "is (d_v, n_k): it does not even fit unless n_k = d_v, and then it silently "
-             "computes something else. (Written with tokens as columns, the same operation "
-             "reads V · softmax(…)ᵀ.)")
+grade_choice(claim_2, "b", "With tokens as rows (Q = X W_Q), the weights are (n_q, n_k) and V is (n_k, d_v): "
+             "the output is weights @ V, each output row a blend of value rows — so the claim "
+             "with Vᵀ is wrong. Vᵀ is (d_v, n_k): it does not even fit unless n_k = d_v, and "
+             "then it silently computes something else. QᵀK is (d_k, d_k): it compares "
+             "features, not tokens. V times the weights does not fit either: (n_k, d_v) by "
+             "(n_q, n_k). (Written with tokens as columns, the same operation reads "
+             "V · softmax(…)ᵀ.)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -263,7 +271,7 @@ print(f"an average of the heads would have shape {tuple(torch.stack(heads).mean(
 # Lesson 06 also removed heads of a trained model one at a time. Which verdict fits best?
 #
 # - (a) yes: each head votes on its own, and `W_O` averages their votes
-# - (b) no: heads train together and add up through `W_O`, yet many are spare
+# - (b) no: heads train together, add up through `W_O`, and many are spare
 # - (c) yes: so, as in an ensemble, every head's vote is needed to decide
 # - (d) no: trained together, all the heads end up learning one pattern
 
@@ -308,8 +316,8 @@ print(f"the n × n part reaches half of ViT-Base's layer at n = {crossover_n(768
 #
 # - (a) true, so widening `d` costs little next to lengthening `n`
 # - (b) false: `QKᵀ` costs `n·d²`, quadratic in `d` like the projections
-# - (c) false: the `n × n` products cost `n²`, whatever `d` is
-# - (d) half true: the `n × n` products are `n²·d`, but projections cost `n·d²`
+# - (c) false for the scores: the `n × n` products cost `n²`, whatever `d` is
+# - (d) true of the `n × n` products; the projections cost `n·d²`
 
 # %% nbgrader={"grade": false, "grade_id": "claim_7", "locked": false, "schema_version": 3, "solution": true}
 claim_7 = None
@@ -320,8 +328,8 @@ claim_7 = "d"
 # %% nbgrader={"grade": true, "grade_id": "claim_7_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(claim_7, "abcd", "claim_7")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_7, "d", "Half true. The two n × n products cost 2·n²·d, linear in d (not n·d², and not "
-             "free of d); but the projections cost 4·n·d², quadratic in d, and the FFN "
+grade_choice(claim_7, "d", "True of the pairwise part only. The two n × n products cost 2·n²·d, linear in "
+             "d (not n·d², and not free of d); but the projections cost 4·n·d², quadratic in d, and the FFN "
              "2·n·d·d_ff. For ViT-Base at 224 px (n = 197, d = 768, d_ff = 3072) the n × n "
              "part is about 4% of the layer, and for a 50-word sentence with d = 512 even "
              "less; it reaches half only at n = 2d + d_ff. For short sequences a wider d is "
@@ -388,19 +396,23 @@ for n in (256, 512, 1024):
           f"one n × n float32 matrix {n * n * 4 / 2**20:5.2f} MiB")
 
 # %% [markdown]
-# True or False: with a causal mask, attention that materialises its scores needs memory that grows
-# like `n²`.
+# Which verdict fits, for attention that materialises its scores?
+#
+# - (a) true: the blocked scores are skipped, so only half the matrix is stored
+# - (b) false: the `n × n` scores are still built, and half thrown away
+# - (c) true: storing half of `n²` at each doubling adds up to linear growth
+# - (d) false: memory grows faster than `n²`, since the mask is one more matrix
 
 # %% nbgrader={"grade": false, "grade_id": "claim_9", "locked": false, "schema_version": 3, "solution": true}
 claim_9 = None
 ### BEGIN SOLUTION
-claim_9 = True
+claim_9 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "claim_9_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-check_choice(claim_9, "tf", "claim_9")
+check_choice(claim_9, "abcd", "claim_9")
 ### BEGIN HIDDEN TESTS
-grade_choice(claim_9, True, "True. A causal mask sets half of the scores to −∞, but an implementation that "
+grade_choice(claim_9, "b", "False. A causal mask sets half of the scores to −∞, but an implementation that "
              "materialises the scores still builds the whole n × n matrix and throws the "
              "blocked half away: the measurement above found the peak growing about 4 times "
              "per doubling of n, with and without the mask. Memory linear in n comes from "
