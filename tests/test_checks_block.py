@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from notebook_cells import notebook
+from notebook_cells import grade_cell, lesson_namespace, notebook
 
 from helpers import block as ref
 from helpers.attention import scaled_dot_product_attention
@@ -153,6 +153,9 @@ def test_feed_forward_check_allows_float32_rounding_of_outputs_near_zero():
     (lambda x, w1, b1, w2, b2: F.gelu(x @ w1 + b1) @ w2 + b2, "GELU"),
     (lambda x, w1, b1, w2, b2: (x @ w1 + b1) @ w2 + b2, "no non-linearity"),
     (lambda x, w1, b1, w2, b2: torch.relu((x @ w1 + b1) @ w2 + b2), "after the second layer"),
+    (lambda x, w1, b1, w2, b2: F.relu(F.relu(x @ w1 + b1) @ w2 + b2),
+     "^feed_forward.*: ReLU after both layers"),
+    (lambda x, w1, b1, w2, b2: (x @ w1 + b1).clamp(min=0).matmul(w2).add(b2).clamp(min=0), "ReLU after both"),
     (lambda x, w1, b1, w2, b2: torch.relu(x @ w1 + b1) @ w2, "b2 is missing"),
     (lambda x, w1, b1, w2, b2: torch.relu(x @ w1) @ w2 + b2, "b1 is missing"),
     (lambda x, w1, b1, w2, b2: torch.relu(x @ w1.T + b1) @ w2 + b2, "raised RuntimeError"),
@@ -267,7 +270,68 @@ def block_always_pre_norm(x, params, n_heads, norm_first=True, mask=None):
     return ref.encoder_block(x, params, n_heads, True, mask)
 
 
+def block_written(eps=None, split="view_transpose", merge="transpose", ffn="relu", norm="placed"):
+    """An encoder layer written the way public codebases write it, with one mistake switched on: ``eps``
+    hard-coded, the heads split or merged by a bare view/reshape, a ReLU after both FFN layers, or
+    each sub-layer written x + LN(f(x))."""
+    def wrong(x, params, n_heads, norm_first=True, mask=None):
+        B, T, D = x.shape
+        p = params
+
+        def attend(h):
+            def heads(t):
+                if split == "view":  # (B, T, D) viewed as (B, H, T, D/H): no transpose
+                    return t.view(B, n_heads, T, D // n_heads)
+                return t.view(B, T, n_heads, D // n_heads).transpose(1, 2)
+
+            q, k, v = (heads(h @ p[f"w_{n}"] + p[f"b_{n}"]) for n in "qkv")
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, D/H)
+            if merge == "reshape":  # (B, H, T, D/H) read straight as (B, T, D): no transpose
+                out = out.reshape(B, T, D)
+            else:
+                out = out.transpose(1, 2).contiguous().view(B, T, D)
+            return out @ p["w_o"] + p["b_o"]
+
+        def ln(h, i):
+            if eps is None:
+                return F.layer_norm(h, (D,), p[f"ln{i}_gamma"], p[f"ln{i}_beta"], p["eps"])
+            if eps == "default":
+                return F.layer_norm(h, (D,), p[f"ln{i}_gamma"], p[f"ln{i}_beta"])  # F's own eps=1e-5
+            return ref.layer_norm(h, p[f"ln{i}_gamma"], p[f"ln{i}_beta"], eps)
+
+        def feed(h):
+            out = F.relu(h @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+            return F.relu(out) if ffn == "relu_both" else out
+
+        if norm == "on_output":
+            h = x + ln(attend(x), 1)
+            return h + ln(feed(h), 2)
+        if norm_first:
+            h = x + attend(ln(x, 1))
+            return h + feed(ln(h, 2))
+        h = ln(x + attend(x), 1)
+        return ln(h + feed(h), 2)
+    return wrong
+
+
+def test_the_block_written_in_public_style_is_right_when_nothing_is_switched_on():
+    check_encoder_block(block_written(), verbose=False)
+    check_encoder_block(block_written(), seed=3, eps=1e-5, verbose=False)
+
+
+EPS_IGNORED = r"the LayerNorms ignore params\['eps'\] \(= 0.1 here\)"
+
+
 @pytest.mark.parametrize("fn, message", [
+    (block_written(eps=1e-5), EPS_IGNORED),
+    (block_written(eps="default"), EPS_IGNORED),
+    (block_written(eps=1e-12), EPS_IGNORED),  # BERT's
+    (block_written(eps=1e-6), EPS_IGNORED),
+    (block_written(split="view"), "the heads are split without a transpose"),
+    (block_written(merge="reshape"), "the heads are merged without a transpose"),
+    (block_written(split="view", merge="reshape"), "split and merged without a transpose"),
+    (block_written(ffn="relu_both"), "ReLU after both FFN layers"),
+    (block_written(norm="on_output"), r"you wrote x \+ LN\(f\(x\)\)"),
     (_block(norm_first_flip=True), "this is post-norm"),
     (block_always_pre_norm, "this is pre-norm"),
     (_block(residual=(False, True)), "residual around the attention"),
@@ -287,6 +351,37 @@ def block_always_pre_norm(x, params, n_heads, norm_first=True, mask=None):
 def test_encoder_block_check_names_mistakes(fn, message):
     with pytest.raises(AssertionError, match=message):
         check_encoder_block(fn, verbose=False)
+
+
+@pytest.mark.parametrize("seed, eps", [(11, 0.02), (12, 0.2)])
+def test_a_hard_coded_eps_is_named_at_the_hidden_tests_eps(seed, eps):
+    """The hidden tests draw eps from 0.01 … 0.2: a hard-coded 1e-5 is named with the eps of the run."""
+    with pytest.raises(AssertionError, match=rf"ignore params\['eps'\] \(= {eps:g} here\)"):
+        check_encoder_block(block_written(eps=1e-5), seed=seed, batch=2, length=7, d_model=12, n_heads=3,
+                            d_ff=20, eps=eps, verbose=False)
+    check_encoder_block(block_written(), seed=seed, batch=2, length=7, d_model=12, n_heads=3, d_ff=20,
+                        eps=eps, verbose=False)
+
+
+def test_lesson_07s_hidden_tests_vary_eps_and_name_a_hard_coded_one(monkeypatch):
+    """The grade cell fails a hard-coded eps by name in its visible check (eps 0.1), and its hidden
+    tests alone do too, with eps of their own (the own-work guard, which reruns the visible check,
+    is off here)."""
+    namespace = lesson_namespace("07_transformer")
+    namespace["encoder_block"] = block_written(eps=1e-5)
+    cell = grade_cell("07_transformer", "encoder_block_tests")
+    with pytest.raises(CheckFailed, match=EPS_IGNORED):
+        exec(cell, namespace)
+    monkeypatch.setattr("helpers.checks.own_work.check_own_work", lambda *args, **kwargs: None)
+    hidden = cell.split("### BEGIN HIDDEN TESTS", 1)[1]
+    assert "check_encoder_block(encoder_block)" not in hidden
+    drawn = r"ignore params\['eps'\] \(= 0\.(0[1-9]|1|2)\d* here\)"  # from 0.01 to 0.2
+    for _ in range(3):
+        with pytest.raises(CheckFailed, match=drawn) as caught:
+            exec(hidden, namespace)
+        assert "(= 0.1 here)" not in str(caught.value)
+    namespace["encoder_block"] = block_written()
+    exec(hidden, namespace)
 
 
 @pytest.mark.parametrize("seed", range(12))

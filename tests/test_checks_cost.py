@@ -50,7 +50,20 @@ def _macs(**override):
     return fn
 
 
+def flops_as_papers_count(n, d_model, d_ff):
+    """2 floating-point operations per multiply-add, as scaling-law papers count."""
+    flops = lambda a, b, c: 2 * a * b * c  # noqa: E731 -- (a, b) @ (b, c)
+    return {"projections": 4 * flops(n, d_model, d_model), "scores": flops(n, d_model, n),
+            "mix": flops(n, n, d_model), "ffn": flops(n, d_model, d_ff) + flops(n, d_ff, d_model)}
+
+
+FLOPS = r"that is FLOPs, twice the multiply-adds"
+
+
 @pytest.mark.parametrize("fn, message", [
+    (flops_as_papers_count, r"\['projections'\] = \d+: " + FLOPS),
+    (_macs(ffn=lambda n, d, f: 4 * n * d * f), r"\['ffn'\] = \d+: " + FLOPS),
+    (_macs(scores=lambda n, d, f: 2 * n * n * d, mix=lambda n, d, f: 2 * n * n * d), FLOPS),
     (_macs(projections=lambda n, d, f: 3 * n * d * d), "output projection W_O"),
     (_macs(scores=lambda n, d, f: n * d * d), "n·d² for Q Kᵀ"),
     (_macs(mix=lambda n, d, f: n * d * d), "n·d² for weights @ V"),

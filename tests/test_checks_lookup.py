@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from notebook_cells import notebook
 
 from helpers import attention as ref
@@ -149,8 +150,9 @@ def attention_list(q, k, v):
     return list(ref.attention(q, k, v))
 
 
-def attention_float32(q, k, v):
-    """NumPy in float32 throughout, float32 constants included: right to float32's precision."""
+def attention_float32_result(q, k, v):
+    """The inputs cast to float32 and the float32 result returned (TensorFlow tutorials' style):
+    right to float32's precision, but not in the dtype the exercise asks for."""
     q, k, v = (np.asarray(a, dtype=np.float32) for a in (q, k, v))
     scores = q @ k.T / np.float32(math.sqrt(q.shape[1]))
     e = np.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -158,8 +160,22 @@ def attention_float32(q, k, v):
     return w @ v, w
 
 
+def attention_float32(q, k, v):
+    """NumPy in float32 throughout, float32 constants included, cast back to the inputs' dtype:
+    right to float32's precision."""
+    dtype = np.result_type(q, k, v)
+    out, w = attention_float32_result(q, k, v)
+    return out.astype(dtype), w.astype(dtype)
+
+
+def attention_torch_float32(q, k, v):
+    """torch's default dtype inside, the result handed back as NumPy float64."""
+    out, w = ref.scaled_dot_product_attention(*(torch.tensor(a, dtype=torch.float32) for a in (q, k, v)))
+    return out.double().numpy(), w.double().numpy()
+
+
 @pytest.mark.parametrize("fn", [ref.attention, attention_einsum, attention_loops, attention_torch,
-                                attention_list, attention_float32])
+                                attention_list, attention_float32, attention_torch_float32])
 def test_attention_check_passes_correct_variants(fn):
     check_attention(fn)
     check_attention(fn, seed=7, n_q=1, n_k=9, d_k=16, d_v=3, verbose=False)
@@ -203,6 +219,20 @@ ATTENTION_MISTAKES = [
 def test_attention_check_names_the_mistake(fn, message):
     with pytest.raises(CheckFailed, match=message):
         check_attention(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    attention_float32_result,
+    lambda q, k, v: tuple(np.asarray(a, dtype=np.float32) for a in ref.attention(q, k, v)),
+    lambda q, k, v: (ref.attention(q, k, v)[0], ref.attention(q, k, v)[1].astype(np.float32)),
+    lambda q, k, v: ref.scaled_dot_product_attention(*(torch.tensor(a, dtype=torch.float32)
+                                                       for a in (q, k, v))),
+], ids=["tensorflow_style", "cast_at_the_end", "weights_only", "torch_float32"])
+def test_attention_check_names_a_float32_result_of_float64_inputs(fn):
+    with pytest.raises(CheckFailed, match=r"^attention (output|weights) on random inputs is float32 for "
+                                          r"float64 inputs: you returned a float32 computation") as caught:
+        check_attention(fn)
+    assert "cast the result back" in caught.value.fix
 
 
 def test_attention_check_scale_by_dv_is_named():

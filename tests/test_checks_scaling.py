@@ -146,6 +146,19 @@ def std_mean(d_k, n_pairs=10_000, seed=0):
     return float(np.mean(np.sum(q * k, axis=1)))
 
 
+def std_initialiser_scale(d_k, n_pairs=10_000, seed=0):
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(0.0, 1 / np.sqrt(d_k), size=(2, n_pairs, d_k))  # N(0, 1/d_k), as weights are drawn
+    return float(np.std(np.einsum("nd,nd->n", q, k)))
+
+
+def std_initialiser_scale_torch(d_k, n_pairs=10_000, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(n_pairs, d_k, generator=g, dtype=torch.float64) / math.sqrt(d_k)
+    k = torch.randn(n_pairs, d_k, generator=g, dtype=torch.float64) / math.sqrt(d_k)
+    return float((q * k).sum(-1).std())
+
+
 def std_wrong_sum_axis(d_k, n_pairs=10_000, seed=0):
     q, k = _scores(d_k, n_pairs, seed)
     return float(np.std(np.sum(q * k, axis=0)))
@@ -173,12 +186,23 @@ def std_crashes(d_k, n_pairs=10_000, seed=0):
     (std_formula, "that is the formula"),
     (std_same_vectors, "q and k are the same vectors"),
     (std_mean, "the mean of q·k"),
+    (std_initialiser_scale, r"= 0\.12\d*: you drew the entries with variance 1/d_k"),
+    (std_initialiser_scale_torch, r"= 0\.12\d*: you drew the entries with variance 1/d_k"),
     (std_wrong_sum_axis, "summed over the pairs instead of over the d_k components"),
     (std_returns_scores, "should be one number"),
     (std_crashes, "raised ValueError"),
 ])
 def test_score_std_check_names_each_mistake(fn, match, capsys):
     _fails(check_score_std, fn, match, capsys)
+
+
+def test_score_std_check_tells_the_initialiser_scale_from_the_mean_at_every_hidden_width(capsys):
+    """At d_k = 64, 1/√d_k = 0.125 lies within the spread of the mean of q·k: each is still named as
+    itself for the widths and seeds the hidden tests draw."""
+    rng = np.random.default_rng(1)
+    for seed, d_k in zip(range(12), rng.integers(8, 129, size=12)):
+        _fails(check_score_std, std_initialiser_scale, "variance 1/d_k", capsys, seed=seed, d_k=int(d_k))
+        _fails(check_score_std, std_mean, "the mean of q·k", capsys, seed=seed, d_k=int(d_k))
 
 
 def test_score_std_check_tolerance_follows_the_sample_size():
@@ -232,6 +256,11 @@ def jacobian_in_place(p):
     return result
 
 
+def jacobian_eye_minus_outer_torch(p):
+    p = torch.as_tensor(p)
+    return torch.eye(len(p), dtype=p.dtype) - torch.outer(p, p)
+
+
 @pytest.mark.parametrize("fn, match", [
     (lambda p: np.diag(p * (1 - p)), "only the diagonal p_i"),
     (lambda p: np.outer(p, p) - np.diag(p), "the sign is flipped"),
@@ -244,6 +273,9 @@ def jacobian_in_place(p):
     (lambda p: np.eye(len(p)) - p[None, :], "the factor p_i is missing"),
     (lambda p: np.eye(len(p)) - p[:, None], "the factor p_i is missing and the matrix is transposed"),
     (lambda p: ref.softmax_jacobian(softmax(p)), "you applied softmax to p first"),
+    (lambda p: np.eye(len(p)) - np.outer(p, p), "δ_ij − p_i p_j, the identity minus the outer product"),
+    (lambda p: np.identity(p.size) - np.einsum("i,j->ij", p, p), "the identity minus the outer product"),
+    (jacobian_eye_minus_outer_torch, "the identity minus the outer product"),
     (lambda p: p * (1 - p), "not only its diagonal"),
     (lambda p: np.diag(p) - np.outer(p, p[:-1]), "raised ValueError"),
     (jacobian_in_place, "changed p in place"),
@@ -351,9 +383,20 @@ def test_checks_let_not_implemented_through():
             check(todo)
 
 
-def test_entropy_that_warns_keeps_full_marks_and_gets_a_note(capsys):
-    """np.where(p > 0, p log p, 0) is right; its RuntimeWarning must not cost points."""
-    check_entropy(entropy_warns)
-    captured = capsys.readouterr()
-    assert "NumPy warns at p = 0" in captured.out and "✓" in captured.out
-    assert captured.err == ""
+def entropy_nansum(p, axis=-1):
+    return -np.nansum(p * np.log(p), axis=axis)  # 0·(−inf) = NaN, which nansum skips
+
+
+def entropy_masked_after(p, axis=-1):
+    terms = p * np.log(p)
+    terms[p == 0] = 0.0
+    return -terms.sum(axis=axis)
+
+
+@pytest.mark.parametrize("fn", [entropy_warns, entropy_nansum, entropy_masked_after])
+def test_entropy_that_warns_fails_by_name(fn, capsys):
+    """The exercise asks for zeros without a warning: right numbers that make NumPy warn at p = 0 fail,
+    in the visible check and in the hidden tests' silent calls alike."""
+    for verbose in (True, False):
+        _fails(check_entropy, fn, r"^entropy\(p\) makes NumPy warn at p = 0 \('divide by zero", capsys,
+               verbose=verbose)

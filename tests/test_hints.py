@@ -117,6 +117,12 @@ CELLS = [
     "    scores = q @ k.T  # the learner's own bug\n"
     "    return scores, scores\n",
     "check_masked_attention(masked_attention)",
+    # the untouched stub, as the student notebook hands it out
+    "from helpers.checks import check_attention\n\n"
+    "def attention(q, k, v):\n"
+    "    # YOUR CODE HERE\n"
+    "    raise NotImplementedError()\n",
+    "check_attention(attention)",
 ]
 
 
@@ -165,6 +171,43 @@ def test_when_the_learners_function_raises_they_see_their_own_line(ran):
                      r"\(2, 3, 6, 3\)\)\n  call hint\(\) for the fix$", shown)
     for checker in ("helpers/checks", "core.py", "failure.py", "def call", "_run_masked", "from None"):
         assert checker not in shown, f"the traceback shows {checker!r}:\n{shown}"
+
+
+def test_a_check_of_the_untouched_stub_shows_the_stub_and_none_of_the_checks_code(ran):
+    error, shown = _error(ran[7])
+    assert error.ename == "NotImplementedError"  # still what nbgrader and the release checks look for
+    assert "check_attention(attention)" in shown  # the learner's cell
+    assert "raise NotImplementedError()" in shown  # and the stub's line
+    for checker in ("helpers/checks", "core.py", "failure.py", "def call", "def checked", "return fn(",
+                    "result = check("):
+        assert checker not in shown, f"the traceback shows {checker!r}:\n{shown}"
+
+
+def test_nbgrader_validate_shows_the_stub_and_none_of_the_checks_code(tmp_path):
+    """What `nbgrader validate` (and the hub's Validate button) prints for an untouched exercise."""
+    from nbgrader.validator import Validator
+    from traitlets.config import Config
+
+    def cell(source, grade_id, **meta):
+        return nbformat.v4.new_code_cell(source, metadata={"nbgrader": {
+            "grade_id": grade_id, "schema_version": 3, "grade": False, "solution": False, "locked": True,
+            **meta}})
+
+    nb = nbformat.v4.new_notebook(cells=[
+        cell(CELLS[6].split("\n\n")[0], "setup"),
+        cell(CELLS[6].split("\n\n", 1)[1], "attention", solution=True, locked=False),
+        cell("check_attention(attention)", "attention_tests", grade=True, points=4),
+    ])
+    path = tmp_path / "lesson.ipynb"
+    nbformat.write(nb, path)
+    config = Config()
+    config.Validator.ignore_checksums = True
+    config.Execute.timeout = 120
+    (failed,) = Validator(config=config).validate(str(path))["failed"]
+    shown = ANSI.sub("", failed["raw_error"])
+    assert "raise NotImplementedError()" in shown and "NotImplementedError" in shown.splitlines()[-1]
+    for checker in ("helpers/checks", "core.py", "failure.py", "def call", "def checked"):
+        assert checker not in shown, f"validate shows {checker!r}:\n{shown}"
 
 
 def test_feedback_keeps_the_message_of_a_grade_cell(ran):

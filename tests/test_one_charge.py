@@ -2,9 +2,13 @@
 call it keep theirs, because their grade cells (checks and hidden tests) run with the course's
 version of the callee.
 
+Only the notebook's own functions, called by plain name, are callees: a library's softmax
+(``torch.softmax``, ``F.softmax``, ``scores.softmax(-1)``) is never taken for lesson 02's.
+
 First every caller's grade cell, run in a namespace where the callees are broken; then nbgrader's
-own autograding (its Python API, as in test_grading.py) of submissions with a wrong callee, and
-of one computed in float32, which keeps its points. The submissions hold the cells nbgrader tracks
+own autograding (its Python API, as in test_grading.py) of submissions with a wrong callee, of
+one computed in float32, which keeps its points, and of lesson 06's multi_head_attention written
+in several styles. The submissions hold the cells nbgrader tracks
 (setup, solutions, grade cells) and leave out the demos and figures, which no grade cell needs:
 that keeps the grading quick."""
 
@@ -15,9 +19,11 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
-from notebook_cells import grade_cell, lesson_namespace
+from notebook_cells import grade_cell, lesson_namespace, notebook
 from traitlets.config import Config
 
+from helpers.checks.callees import missing_names
+from helpers.checks.core import CheckFailed
 from helpers.grading.settings import configure
 
 MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
@@ -42,6 +48,73 @@ ROPE_IN_FLOAT32 = '''def rope(x, positions=None, base=10000.0):
     z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
     return torch.view_as_real(z * freqs_cis).flatten(-2).type_as(x)
 '''
+
+# Correct multi_head_attentions in the styles of public codebases, and wrong ones the name check and the
+# callee substitution exist for. Only a plain name looked up in the notebook is a call of the notebook's
+# function: torch.softmax, F.softmax and scores.softmax(-1) are a library's softmax.
+MHA_HEAD = '''def multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    q = split_heads(x_q @ w_q, n_heads)  # (B, H, T_q, d_h)
+    k = split_heads(x_kv @ w_k, n_heads)  # (B, H, T_kv, d_h)
+    v = split_heads(x_kv @ w_v, n_heads)
+    scores = q @ k.transpose(-2, -1) / q.size(-1) ** {power}
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = {softmax}.nan_to_num(0.0)  # a query with no allowed key: zeros
+    return merge_heads(weights @ v) @ w_o, weights
+'''
+MHA_STYLES = {
+    "torch_softmax": MHA_HEAD.format(power=0.5, softmax="torch.softmax(scores, dim=-1)"),
+    "F_softmax": "import torch.nn.functional as F\n\n\n"
+                 + MHA_HEAD.format(power=0.5, softmax="F.softmax(scores, dim=-1)"),
+    "tensor_softmax": MHA_HEAD.format(power=0.5, softmax="scores.softmax(-1)"),
+    "nn_Softmax": MHA_HEAD.format(power=0.5, softmax="nn.Softmax(dim=-1)(scores)"),
+    "einsum": '''def multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    q, k, v = (split_heads(torch.einsum("btd,de->bte", x, w), n_heads)
+               for x, w in ((x_q, w_q), (x_kv, w_k), (x_kv, w_v)))
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, -torch.inf)
+    weights = torch.nan_to_num(torch.softmax(scores, -1))
+    return merge_heads(torch.einsum("bhqk,bhkd->bhqd", weights, v)) @ w_o, weights
+''',
+}
+MHA_UNSCALED = MHA_HEAD.format(power=0.0, softmax="torch.softmax(scores, dim=-1)")  # divides by d_h ** 0 = 1
+MHA_OWN_SOFTMAX_MISSING = MHA_HEAD.format(power=0.5, softmax="softmax(scores, axis=-1)")
+SPLIT_WITHOUT_TRANSPOSE = '''def split_heads(x, n_heads):
+    B, T, D = x.shape
+    return x.reshape(B, n_heads, T, D // n_heads)
+'''
+
+
+@pytest.mark.parametrize("style", MHA_STYLES)
+def test_a_librarys_softmax_is_not_the_notebooks(style):
+    """The name check and the whole grade cell, hidden tests included, pass every correct style."""
+    namespace = lesson_namespace("06_multi_head")
+    exec(MHA_STYLES[style], namespace)
+    assert missing_names(namespace["multi_head_attention"]) == []
+    exec(grade_cell("06_multi_head", "multi_head_attention_tests"), namespace)
+
+
+def test_only_plain_names_are_calls_of_the_notebooks_functions():
+    namespace = notebook("import torch\nimport torch.nn.functional as F\n"
+                         "def f(x):\n"
+                         "    a, b, c = torch.softmax(x, -1), F.softmax(x, -1), x.softmax(-1)\n"
+                         "    rows = [softmax(r) for r in x]  # a comprehension is code of its own\n"
+                         "    return (lambda t: masked_attention(t, t, t))(x)\n")
+    assert missing_names(namespace["f"]) == ["softmax", "masked_attention"]
+
+
+def test_a_missing_function_of_an_earlier_lesson_is_still_named():
+    namespace = lesson_namespace("06_multi_head")
+    exec(MHA_OWN_SOFTMAX_MISSING, namespace)
+    with pytest.raises(CheckFailed, match=r"calls softmax, which this notebook does not define \(softmax is "
+                                          r"lesson 02's exercise, and this notebook has no copy of it\)"):
+        exec(grade_cell("06_multi_head", "multi_head_attention_tests"), namespace)
+    exec(MHA_STYLES["torch_softmax"].replace("torch.softmax(scores, dim=-1)",
+                                             "masked_attention(q, k, v, mask)[1]"), namespace)
+    with pytest.raises(CheckFailed, match="lesson 04's masked_attention is here as course_masked_attention"):
+        exec(grade_cell("06_multi_head", "multi_head_attention_tests"), namespace)
+
 
 # Every exercise that may call another one, with the callees; where the lesson's solution does
 # not call them, a right answer that does.
@@ -98,6 +171,11 @@ def test_no_call_of_a_caller_grade_cell_reaches_the_learners_callees(lesson, cal
 SUBMISSIONS = {
     "02_attention_lookup": {"unstable_softmax": {"softmax": UNSTABLE_SOFTMAX}},
     "05_positional_encoding": {"rope_in_float32": {"rope": ROPE_IN_FLOAT32}},
+    "06_multi_head": {**{f"mha_{style}": {"multi_head_attention": source}
+                         for style, source in MHA_STYLES.items() if style != "einsum"},
+                      "mha_unscaled": {"multi_head_attention": MHA_UNSCALED},
+                      "mha_own_softmax_missing": {"multi_head_attention": MHA_OWN_SOFTMAX_MISSING},
+                      "split_without_transpose": {"split_heads": SPLIT_WITHOUT_TRANSPOSE}},
     "07_transformer": {"unbiased_layer_norm": {"layer_norm": UNBIASED_LAYER_NORM},
                        "layer_norm_and_gelu": {"layer_norm": UNBIASED_LAYER_NORM,
                                                "feed_forward": GELU_FEED_FORWARD}},
@@ -167,6 +245,30 @@ def _lost(graded, lesson: str, student: str) -> set[str]:
 def test_a_wrong_callee_loses_only_its_own_points(graded, lesson, student, loses):
     assert _lost(graded, lesson, student) == loses
     assert all(graded[0][student][cell] == 0 for cell in loses)
+
+
+@pytest.mark.parametrize("student", ["mha_torch_softmax", "mha_F_softmax", "mha_tensor_softmax",
+                                     "mha_nn_Softmax"])
+def test_a_right_multi_head_attention_in_any_style_gets_full_marks(graded, student):
+    assert _lost(graded, "06_multi_head", student) == set()
+
+
+def _error(graded, student: str, cell: str) -> str:
+    return "".join(o.get("evalue", "") for o in graded[2][student][cell] if o.get("output_type") == "error")
+
+
+@pytest.mark.parametrize("student, loses, named", [
+    ("split_without_transpose", {"split_heads_tests"}, "without a transpose"),
+    ("mha_unscaled", {"multi_head_attention_tests"}, "√d_h"),
+    ("mha_own_softmax_missing", {"multi_head_attention_tests"},
+     "calls softmax, which this notebook does not define"),
+])
+def test_a_wrong_lesson_06_answer_is_charged_once_for_its_own_mistake(graded, student, loses, named):
+    assert _lost(graded, "06_multi_head", student) == loses
+    (cell,) = loses
+    assert named in _error(graded, student, cell)
+    if student == "mha_unscaled":  # a library's softmax is never taken for the notebook's
+        assert "does not define" not in _error(graded, student, cell)
 
 
 def test_the_callers_grade_cells_say_which_versions_they_used(graded):

@@ -82,7 +82,7 @@ def test_student_notebooks_import_no_course_implementation_of_their_exercises(le
 
 
 def test_a_function_from_an_earlier_lesson_is_named_where_to_find_it():
-    namespace = {"__name__": "__main__"}
+    namespace = {"__name__": "__main__", "course_masked_attention": lambda *a: a}  # as lesson 06 imports it
     exec("def multi_head_attention(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, mask=None):\n"
          "    return masked_attention(x_q, x_kv, x_kv, mask)\n", namespace)
     assert missing_names(namespace["multi_head_attention"]) == ["masked_attention"]

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import block as ref
+from ..attention import scaled_dot_product_attention
 from .core import (
     RTOL,
     CheckFailed,
@@ -169,6 +170,9 @@ def check_feed_forward(feed_forward: Callable, seed: int = 0, shape: tuple[int, 
                               "Transformer, uses ReLU", "torch.relu(x @ w1 + b1)"),
         (h @ w2 + b2, "there is no non-linearity: two linear layers in a row are just one linear layer",
          recipe),
+        (torch.relu(torch.relu(h) @ w2 + b2),
+         "ReLU after both layers: the second layer is the FFN's output, and a ReLU there clips it to ≥ 0 "
+         "(the residual x + FFN(x) could then only grow)", "one relu, after the first layer only: " + recipe),
         (torch.relu(h @ w2 + b2), "relu is applied after the second layer, which clips the output to ≥ 0",
          recipe),
         (torch.relu(h) @ w2, "b2 is missing: the second layer's bias is never added", recipe),
@@ -190,15 +194,16 @@ def check_feed_forward(feed_forward: Callable, seed: int = 0, shape: tuple[int, 
 # ---------------------------------------------------------------- encoder_block
 
 
-def random_encoder_layer(d_model: int, n_heads: int, d_ff: int, norm_first: bool, seed: int
-                         ) -> nn.TransformerEncoderLayer:
-    """A float64 ``nn.TransformerEncoderLayer`` (dropout 0, ReLU, batch_first) with every weight random,
-    LayerNorm and bias terms included, so that leaving any of them out shows."""
+def random_encoder_layer(d_model: int, n_heads: int, d_ff: int, norm_first: bool, seed: int,
+                         eps: float = 1e-5) -> nn.TransformerEncoderLayer:
+    """A float64 ``nn.TransformerEncoderLayer`` (dropout 0, ReLU, batch_first, LayerNorms with ``eps``)
+    with every weight random, LayerNorm and bias terms included, so that leaving any of them out shows."""
     torch.manual_seed(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, activation="relu",
-                                           batch_first=True, norm_first=norm_first).double()
+                                           layer_norm_eps=eps, batch_first=True,
+                                           norm_first=norm_first).double()
     with torch.no_grad():
         for name, p in layer.named_parameters():
             if name.endswith("bias") or "norm" in name:
@@ -233,21 +238,44 @@ def _ln_variant(kind: str) -> Callable:
     return wrong
 
 
+def _heads_attention(t, p, n_heads, mask, split_transpose: bool, merge_transpose: bool) -> torch.Tensor:
+    """Multi-head self-attention with biases, the heads split and merged with or without the transpose."""
+    B, T, D = t.shape
+
+    def heads(u):  # (B, T, D) -> (B, H, T, D/H)
+        if split_transpose:
+            return u.reshape(B, T, n_heads, D // n_heads).transpose(1, 2)
+        return u.reshape(B, n_heads, T, D // n_heads)  # consecutive chunks of the flat numbers
+
+    q, k, v = (heads(t @ p[f"w_{n}"] + p[f"b_{n}"]) for n in "qkv")
+    out = scaled_dot_product_attention(q, k, v, mask)[0]  # (B, H, T, D/H)
+    merged = out.transpose(1, 2).reshape(B, T, D) if merge_transpose else out.reshape(B, T, D)
+    return merged @ p["w_o"] + p["b_o"]
+
+
 def _variant(x, p, n_heads, norm_first, mask, ln=ref.layer_norm, act=torch.relu,
-             residual=(True, True)) -> torch.Tensor:
-    """The encoder layer with one piece swapped: what a learner's mistake computes."""
+             residual=(True, True), split_transpose=True, merge_transpose=True, relu_out=False,
+             norm_output=False) -> torch.Tensor:
+    """The encoder layer with one piece swapped: what a learner's mistake computes.
+
+    ``relu_out`` puts a ReLU after the FFN's second layer too; ``norm_output`` writes each sub-layer
+    as x + LN(f(x)), normalising the sub-layer's output."""
     eps = p["eps"]
 
     def attn(t):
-        return ref.multi_head(t, t, p, n_heads, mask)[0]
+        return _heads_attention(t, p, n_heads, mask, split_transpose, merge_transpose)
 
     def ffn(t):
-        return act(t @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+        out = act(t @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+        return torch.relu(out) if relu_out else out
 
     def norm(t, i):
         return ln(t, p[f"ln{i}_gamma"], p[f"ln{i}_beta"], eps)
 
     skip1, skip2 = (1.0 if r else 0.0 for r in residual)
+    if norm_output:
+        x = skip1 * x + norm(attn(x), 1)
+        return skip2 * x + norm(ffn(x), 2)
     if norm_first:
         x = skip1 * x + attn(norm(x, 1))
         return skip2 * x + ffn(norm(x, 2))
@@ -262,10 +290,29 @@ def _block_mistakes(x, p, n_heads, norm_first, mask) -> list[tuple[torch.Tensor,
     ln = ("call layer_norm(h, params['ln1_gamma'], params['ln1_beta'], params['eps']) (ln2_… for the "
           "second) — the course's layer_norm is in place while this check runs")
     no_bias = {**p, **{f"b_{n}": torch.zeros_like(p[f"b_{n}"]) for n in "qkvo"}}
+    layout = ("split: (B, T, D) → (B, T, H, D/H) → .transpose(1, 2) → (B, H, T, D/H); "
+              "merge: .transpose(1, 2) back to (B, T, H, D/H), then .reshape(B, T, D)")
     found = [
         (_variant(x, p, n_heads, not norm_first, mask),
          f"the LayerNorms are in the other place — this is {'post' if norm_first else 'pre'}-norm, but "
          f"norm_first={norm_first} asks for {'pre' if norm_first else 'post'}-norm", placement),
+        (_variant(x, p, n_heads, norm_first, mask, norm_output=True),
+         "you wrote x + LN(f(x)): the LayerNorm normalises each sub-layer's output, which is neither "
+         "pre-norm, x + f(LN(x)), nor post-norm, LN(x + f(x))", placement),
+        *((_variant(x, {**p, "eps": fixed}, n_heads, norm_first, mask),
+           f"the LayerNorms ignore params['eps'] (= {p['eps']:g} here): your result is that of a fixed small "
+           "eps such as nn.LayerNorm's default 1e-5, but each layer brings its own eps in params",
+           "layer_norm(h, params['ln1_gamma'], params['ln1_beta'], params['eps']), and the same eps for ln2")
+          for fixed in (1e-5, 1e-6, 1e-12)),  # nn's default, a common other, BERT's
+        (_variant(x, p, n_heads, norm_first, mask, split_transpose=False),
+         "the heads are split without a transpose: (B, T, D) reshaped straight to (B, H, T, D/H) fills each "
+         "head's rows with consecutive chunks of the flat numbers, pieces of different tokens", layout),
+        (_variant(x, p, n_heads, norm_first, mask, merge_transpose=False),
+         "the heads are merged without a transpose: (B, H, T, D/H) reshaped straight to (B, T, D) fills each "
+         "token's row with pieces of other tokens", layout),
+        (_variant(x, p, n_heads, norm_first, mask, split_transpose=False, merge_transpose=False),
+         "the heads are split and merged without a transpose: reshaping (B, T, D) straight to (B, H, T, D/H) "
+         "and back mixes different tokens inside each head", layout),
         (_variant(x, p, n_heads, norm_first, mask, residual=(False, True)),
          "the residual around the attention sub-layer is missing: the sub-layer's input is never added back",
          placement),
@@ -280,6 +327,10 @@ def _block_mistakes(x, p, n_heads, norm_first, mask) -> list[tuple[torch.Tensor,
         (_variant(x, p, n_heads, norm_first, mask, act=F.gelu),
          "the FFN uses GELU; nn.TransformerEncoderLayer here (and this exercise) uses ReLU",
          "feed_forward(h, params['w1'], params['b1'], params['w2'], params['b2']), which uses relu"),
+        (_variant(x, p, n_heads, norm_first, mask, relu_out=True),
+         "ReLU after both FFN layers: the second layer is the FFN's output, and a ReLU there clips it to ≥ 0",
+         "feed_forward(h, params['w1'], params['b1'], params['w2'], params['b2']): one relu, after the first "
+         "layer"),
         (_variant(x, p, n_heads, norm_first, mask, ln=_ln_variant("unbiased")),
          "LayerNorm uses the unbiased variance (D − 1), but nn.LayerNorm uses the biased one", ln),
         (_variant(x, p, n_heads, norm_first, mask, ln=_ln_variant("batch")),
@@ -311,9 +362,13 @@ def _block_mistakes(x, p, n_heads, norm_first, mask) -> list[tuple[torch.Tensor,
 @with_course_callees("layer_norm", "feed_forward")
 @hinted
 def check_encoder_block(encoder_block: Callable, seed: int = 0, batch: int = 3, length: int = 5,
-                        d_model: int = 8, n_heads: int = 2, d_ff: int = 12, verbose: bool = True) -> None:
+                        d_model: int = 8, n_heads: int = 2, d_ff: int = 12, eps: float = 0.1,
+                        verbose: bool = True) -> None:
     """Check a learner's ``encoder_block(x, params, n_heads, norm_first=True, mask=None)`` against
-    ``nn.TransformerEncoderLayer`` for pre-norm and post-norm, without and with a padding mask."""
+    ``nn.TransformerEncoderLayer`` for pre-norm and post-norm, without and with a padding mask.
+
+    The layers' LayerNorms use ``eps``, far from nn's default 1e-5, so an eps not read from
+    ``params`` shows."""
     rng = np.random.default_rng(seed)
     x = _tensor(rng, batch, length, d_model)
     lengths = torch.from_numpy(rng.integers(1, length + 1, size=batch))
@@ -325,7 +380,7 @@ def check_encoder_block(encoder_block: Callable, seed: int = 0, batch: int = 3, 
            "Attention: q = x @ w_q + b_q (…), split into heads, scaled dot-product "
            "with the mask, merge the heads, @ w_o + b_o")
     for norm_first in (True, False):
-        layer = random_encoder_layer(d_model, n_heads, d_ff, norm_first, seed)
+        layer = random_encoder_layer(d_model, n_heads, d_ff, norm_first, seed, eps)
         params = ref.encoder_params(layer)
         for mask in (None, keep):
             label = (f"norm_first={norm_first}, " + ("no mask" if mask is None else
@@ -347,7 +402,8 @@ def check_encoder_block(encoder_block: Callable, seed: int = 0, batch: int = 3, 
                         for m, *told in _block_mistakes(x, params, n_heads, norm_first, mask)]
             expect_close(np.where(real, got, 0.0), np.where(real, want.numpy(), 0.0),
                          f"encoder_block ({label})", mistakes,
-                         f"seed={seed}, B={batch}, T={length}, D={d_model}, H={n_heads}", fix=fix)
-    passed("encoder_block equals nn.TransformerEncoderLayer (dropout 0, ReLU, batch_first) for "
-           "norm_first True and False, with and without a padding mask", verbose)
+                         f"seed={seed}, B={batch}, T={length}, D={d_model}, H={n_heads}, eps={eps:g}",
+                         fix=fix)
+    passed(f"encoder_block equals nn.TransformerEncoderLayer (dropout 0, ReLU, batch_first, eps={eps:g}) "
+           "for norm_first True and False, with and without a padding mask", verbose)
 

@@ -8,6 +8,7 @@ is: the course's version under the name the notebook imports, or the learner's o
 from __future__ import annotations
 
 import builtins
+import dis
 from collections.abc import Callable, Iterator
 
 from .core import CheckFailed
@@ -18,10 +19,18 @@ COURSE_NAMES = {"masked_attention": ("course_masked_attention", "lesson 04"),
                 "self_attention": ("course_self_attention", "lesson 02")}
 
 
+# The instructions that look a plain name up in the notebook's namespace. ``code.co_names`` is not
+# enough: it also holds every attribute name, so ``torch.softmax(x)``, ``F.softmax`` or
+# ``x.softmax(-1)`` would read as a call of the notebook's own ``softmax``.
+_GLOBAL_LOADS = {"LOAD_GLOBAL", "LOAD_NAME"}
+
+
 def _global_names(code) -> Iterator[str]:
-    yield from code.co_names
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in _GLOBAL_LOADS:
+            yield instruction.argval
     for const in code.co_consts:
-        if hasattr(const, "co_names"):  # nested functions, comprehensions, lambdas
+        if hasattr(const, "co_code"):  # nested functions, comprehensions, lambdas
             yield from _global_names(const)
 
 
@@ -42,13 +51,21 @@ def missing_names(fn: Callable) -> list[str]:
 def check_names_defined(fn: Callable) -> None:
     """Fail, saying where to find it, if ``fn`` calls a function this notebook does not define.
 
-    Attribute names (``x.shape``) look like global names to Python's compiler; only names listed in
-    ``COURSE_NAMES`` are reported, so a method call is never mistaken for a missing function.
+    Only plain names count (``softmax(x)``), never attributes (``torch.softmax(x)``, ``x.softmax()``),
+    and only the names listed in ``COURSE_NAMES`` are reported; the course's version is offered only
+    where the notebook imports it.
     """
+    namespace = getattr(fn, "__globals__", {})
     for name in missing_names(fn):
-        if name in COURSE_NAMES:
-            course, lesson = COURSE_NAMES[name]
+        if name not in COURSE_NAMES:
+            continue
+        course, lesson = COURSE_NAMES[name]
+        paste = f"paste your own {name} from {lesson} into a cell above and run it"
+        if course in namespace:
             raise CheckFailed(
                 f"{fn.__name__} calls {name}, which this notebook does not define. {lesson}'s "
                 f"{name} is here as {course} (the setup cell imports it): call that, or paste your "
-                f"own {name} from {lesson} into a cell above and run it.")
+                f"own {name} from {lesson} into a cell above and run it.", f"call {course}, or {paste}")
+        raise CheckFailed(f"{fn.__name__} calls {name}, which this notebook does not define ({name} is "
+                          f"{lesson}'s exercise, and this notebook has no copy of it)",
+                          f"{paste}, or compute that step in {fn.__name__} itself")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import torch
 
-from .failure import CheckFailed
+from .failure import CheckFailed, show_stub
 
 # Comparison tolerances: loose enough for float32 arithmetic, far tighter than any mistake.
 RTOL = 1e-4
@@ -74,12 +74,14 @@ def call(fn: Callable, *args, what: str, fix: str = "", **kwargs):
     """Call the learner's ``fn``; a crash becomes a ``CheckFailed`` that says on which inputs
     and keeps the learner's own error, shown with their own lines in IPython.
 
-    ``NotImplementedError`` passes through untouched: the exercise is simply not done yet.
+    ``NotImplementedError`` passes through: the exercise is simply not done yet, and IPython shows
+    it by the learner's own lines (``show_stub``).
     """
     try:
         with quiet():
             return fn(*args, **kwargs)
-    except NotImplementedError:
+    except NotImplementedError as err:
+        show_stub(err)
         raise
     except Exception as err:  # the learner's code may raise anything; report it, do not crash
         shapes = ", ".join(_describe(a) for a in args)
@@ -141,6 +143,29 @@ def expect_dtype(result, dtype: torch.dtype, what: str, inputs: str = "the input
                           "doubles the memory",
                           "make new tensors with dtype=x.dtype (or torch.zeros_like(x)); cast back with "
                           ".to(x.dtype) if you compute in another dtype")
+
+
+def _float_dtype(x) -> np.dtype | None:
+    """The dtype of the learner's array, tensor or list of numbers (None when it has none)."""
+    if torch.is_tensor(x):
+        return torch.empty((), dtype=x.dtype).numpy().dtype
+    try:
+        return np.asarray(x).dtype
+    except (TypeError, ValueError):
+        return None
+
+
+def expect_numpy_precision(result, inputs: Sequence, what: str) -> None:
+    """Fail when the learner's result is a narrower float than NumPy's arithmetic on ``inputs`` gives
+    (a float32 result for float64 inputs), for an exercise that says results keep that dtype.
+    Computing in float32 and casting back is fine: only what is returned counts."""
+    want, got = np.result_type(*inputs), _float_dtype(result)
+    if got is not None and got.kind == want.kind == "f" and got.itemsize < want.itemsize:
+        raise CheckFailed(f"{what} is {got} for {want} inputs: you returned a {got} computation, but the "
+                          f"exercise says results have the dtype of NumPy's arithmetic on the inputs "
+                          f"({want} here), and {got} keeps only about {np.finfo(got).precision} digits",
+                          f"compute in {got} if you like, but cast the result back: "
+                          ".astype(np.result_type(q, k, v)), or leave the inputs' dtype alone")
 
 
 def as_array(x, what: str) -> np.ndarray:

@@ -109,6 +109,11 @@ def check_layer_macs(layer_macs: Callable, seed: int = 0, verbose: bool = True) 
                 raise CheckFailed(f"{what}['{part}'] should be a number, got {type(value).__name__}",
                                   "plain Python arithmetic on n, d_model and d_ff: ints, not tensors or text")
             if value != want[part]:
+                if math.isclose(float(value), 2 * want[part], rel_tol=1e-9):
+                    raise CheckFailed(f"{what}['{part}'] = {value}: that is FLOPs, twice the multiply-adds — "
+                                      "papers on scaling laws count a multiply-add as 2 floating-point "
+                                      "operations, but this exercise counts each multiply-add once",
+                                      f"{MACS[part]}, without the factor 2")
                 for wrong, message in mistakes[part]:
                     if wrong != want[part] and math.isclose(float(value), wrong, rel_tol=1e-9):
                         raise CheckFailed(f"{what}['{part}'] = {value}: {message}", MACS[part])

@@ -5,7 +5,8 @@ it (the line to write, the recipe) is kept back until the learner calls ``hint()
 prints the fix of the last check that failed. In IPython and Jupyter a failure shows the
 learner's cells and functions only, never the checks' own code; when the learner's function
 raised inside a check, its own frames and error are shown, with one line that says which call
-of the check raised it. nbgrader records the message itself as the error's value.
+of the check raised it; an untouched stub shows the check's cell and the stub's ``raise`` line.
+nbgrader records the message itself as the error's value.
 """
 
 from __future__ import annotations
@@ -93,6 +94,28 @@ def _render(err: CheckFailed) -> list[str]:
     return lines
 
 
+def show_stub(err: NotImplementedError) -> NotImplementedError:
+    """Let IPython show an unfinished exercise (its stub raises ``NotImplementedError``) by the
+    learner's own lines only: the cell that ran the check and the stub's ``raise`` line.
+
+    The error keeps its type, so nbgrader and the release checks still see a ``NotImplementedError``.
+    """
+    err._render_traceback_ = functools.partial(_render_stub, err)
+    return err
+
+
+def _render_stub(err: NotImplementedError) -> list[str]:
+    try:
+        from IPython import get_ipython
+
+        shell, tb = get_ipython(), _chain(_visible(err.__traceback__))
+        if shell is not None:
+            return shell.InteractiveTB.structured_traceback(type(err), err, tb, tb_offset=0)
+        return traceback.format_exception(type(err), err, tb)
+    except Exception:  # never lose the error over the way it is shown
+        return [f"{type(err).__name__}: {err}"]
+
+
 # The last failure of each exercise's check, the most recent last: what ``hint()`` explains.
 _FAILURES: dict[str, CheckFailed] = {}
 
@@ -106,6 +129,9 @@ def hinted(check: Callable) -> Callable:
     def checked(*args, **kwargs):
         try:
             result = check(*args, **kwargs)
+        except NotImplementedError as err:  # the exercise is not done yet: show the learner's stub
+            show_stub(err)
+            raise
         except CheckFailed as err:
             err.exercise = err.exercise or exercise
             _FAILURES.pop(exercise, None)

@@ -14,6 +14,7 @@ from .core import (
     as_array,
     call,
     expect_close,
+    expect_numpy_precision,
     expect_pair,
     expect_shape,
     passed,
@@ -186,6 +187,8 @@ def check_attention(attention: Callable, seed: int = 0, n_q: int = 3, n_k: int =
         expect_close(out, want_out, f"attention output {label}", mistakes, context,
                      fix="output = weights @ v", why="the weights are right, so look at the last step",
                      **close)
+        for name, returned in zip(("output", "weights"), result):  # as returned, before as_array
+            expect_numpy_precision(returned, (q, k, v), f"attention {name} {label}")
 
     q, k, v = (rng.normal(size=s) for s in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
     run(q, k, v, "on random inputs")

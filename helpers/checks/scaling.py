@@ -42,6 +42,11 @@ def _score_std_mistakes(d_k: int, n_pairs: int) -> list[tuple[float, float, str,
     tol = Z * std_rel_error(d_k, n_pairs)
     normal = "q and k from rng.standard_normal((n_pairs, d_k)) (or rng.normal)"
     return [
+        (1 / math.sqrt(d_k), 2 * tol,
+         f"you drew the entries with variance 1/d_k (scale 1/√d_k, as a weight initialiser does): then q·k "
+         f"has variance d_k · (1/d_k)² = 1/d_k and spread 1/√d_k = {1 / math.sqrt(d_k):.3g}; the exercise "
+         "draws q, k ~ N(0, I), variance 1 per entry",
+         "q and k from rng.standard_normal((n_pairs, d_k)), unit variance, with no 1/√d_k factor"),
         (float(d_k), 2 * tol,
          f"this is the variance of q·k (about d_k = {d_k}), not its standard deviation (about √d_k)",
          ".std(), not .var()"),
@@ -92,12 +97,13 @@ def check_score_std(score_std: Callable, seed: int = 0, d_k: int = 64, n_pairs: 
         want, tol = math.sqrt(d), Z * std_rel_error(d, n_pairs)
         if math.isfinite(got) and abs(got / want - 1) <= tol:
             continue
-        if math.isfinite(got) and abs(got) <= Z * want / math.sqrt(n_pairs):
-            raise CheckFailed(f"{what} = {got:.4g}: this is about 0, the mean of q·k, not its standard "
-                              "deviation", ".std() of the dot products, not .mean()")
+        # The named mistakes first: 1/√d_k (entries of variance 1/d_k) lies within the mean's spread.
         for value, rel, message, own_fix in _score_std_mistakes(d, n_pairs):
             if math.isfinite(got) and abs(got / value - 1) <= rel:
                 raise CheckFailed(f"{what} = {got:.4g}: {message}", own_fix)
+        if math.isfinite(got) and abs(got) <= Z * want / math.sqrt(n_pairs):
+            raise CheckFailed(f"{what} = {got:.4g}: this is about 0, the mean of q·k, not its standard "
+                              "deviation", ".std() of the dot products, not .mean()")
         raise CheckFailed(f"{what} = {got:.4g}, expected about √{d} = {want:.4g}, the standard deviation of "
                           f"q·k: a sample of {n_pairs} pairs lands within ±{tol:.1%} of it", fix)
 
@@ -136,6 +142,10 @@ def _jacobian_mistakes(p: np.ndarray) -> list[tuple[np.ndarray, str]]:
          JACOBIAN),
         (diag, "the −p_i p_j term is missing", "subtract np.outer(p, p) from np.diag(p)"),
         (-outer, "the δ_ij term is missing", "add p_i on the diagonal: np.diag(p) − np.outer(p, p)"),
+        (np.eye(n) - outer,
+         "this is δ_ij − p_i p_j, the identity minus the outer product: the factor p_i multiplies δ_ij "
+         "too, so the diagonal is p_i(1 − p_i), not 1 − p_i²",
+         "put p, not ones, on the diagonal: " + JACOBIAN),
         (p[:, None] * (1 - p[None, :]),
          "δ_ij is missing: off the diagonal the entry is −p_i p_j, not p_i(1 − p_j)", JACOBIAN),
         (p[None, :] * (1 - p[:, None]),
@@ -261,10 +271,13 @@ def check_entropy(entropy: Callable, seed: int = 0, shape: tuple[int, int] = (4,
                     "entropy of a 1-D p", context)
 
     noise = _numpy_warnings(entropy, p)
-    if noise and verbose:  # right numbers: full marks, but worth knowing why NumPy complains
-        print(f"note: your entropy is right, but NumPy warns at p = 0 ({noise[0]!r}). np.where "
-              "evaluates both branches, so p * np.log(p) still computes log(0); taking the log of "
-              "np.where(p > 0, p, 1) instead (log 1 = 0) avoids the warning.")
+    if noise:  # the exercise asks for zeros without a warning: every learner's later cell would print it
+        raise CheckFailed(f"entropy(p) makes NumPy warn at p = 0 ({noise[0]!r}): the numbers are right, but "
+                          "your code still computes log(0) and throws the −inf or NaN away afterwards "
+                          "(np.nansum, np.where(…, p * np.log(p), 0) and masks all do), and the exercise "
+                          "asks for zeros without a warning",
+                          "never hand log a zero: give it a stand-in whose log is 0 — "
+                          "-(p * np.log(np.where(p > 0, p, 1))).sum(axis=axis)")
     passed("entropy matches −Σ p log p in nats along both axes, with zeros, one-hot and uniform "
-           "rows, without NaN", verbose)
+           "rows, without NaN and without a warning", verbose)
 

@@ -154,7 +154,8 @@ V = np.array([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]])  # (n, d_v)
 # **Exercise 2 (4 points).** Write `attention(q, k, v)` for `q (n_q, d_k)`, `k (n_k, d_k)`,
 # `v (n_k, d_v)`, returning `(output, weights)` with shapes `(n_q, d_v)` and `(n_q, n_k)`.
 # Use your `softmax`. Watch the three widths: `n_q`, `n_k`, `d_k` and `d_v` may all differ.
-# Results have the dtype of NumPy's arithmetic on the inputs (float64 for the examples here).
+# Results have the dtype of NumPy's arithmetic on the inputs (float64 for the examples here): you
+# may compute in float32, but a float32 result for float64 inputs fails the check.
 
 # %% nbgrader={"grade": false, "grade_id": "attention", "locked": false, "schema_version": 3, "solution": true}
 def attention(q, k, v):
@@ -246,11 +247,12 @@ with quiet():
         print(f"factor {factor:>4}: weights {softmax(factor * new_scores)}")
 
 # %% [markdown]
-# **Exercise 3 (3 points).** In self-attention, queries, keys and values are all projections of
-# the same token embeddings `x (n, d_model)`: `q = x w_q`, `k = x w_k`, `v = x w_v` with
-# `w_q, w_k (d_model, d_k)` and `w_v (d_model, d_v)`. Write `self_attention(x, w_q, w_k, w_v)`
-# returning `(output, weights)` by calling your `attention`. (Weights multiply from the right:
-# `x @ w`. PyTorch's `nn.Linear` stores the transpose — later lessons come back to that.)
+# **Exercise 3 (3 points).** In self-attention a sequence looks itself up: its queries, keys and
+# values all come from the same token embeddings `x (n, d_model)`, each through a learned weight
+# matrix of its own — `w_q, w_k (d_model, d_k)` and `w_v (d_model, d_v)`, applied from the right
+# as `x @ w` (PyTorch's `nn.Linear` stores the transpose — later lessons come back to that).
+# Write `self_attention(x, w_q, w_k, w_v)` returning `(output (n, d_v), weights (n, n))`; reuse
+# what you have already written.
 
 # %% nbgrader={"grade": false, "grade_id": "self_attention", "locked": false, "schema_version": 3, "solution": true}
 def self_attention(x, w_q, w_k, w_v):
@@ -382,14 +384,17 @@ print("same result?", np.allclose(w_example @ V_square, w_example @ V_square.T))
 # ## Quiz
 #
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
-# only confirms that your answer is recorded; the grade comes with the feedback.
+# only confirms that your answer is recorded; the grade comes with the feedback. Working on your
+# own? Save the notebook, then run `make check LESSON=02_attention_lookup` in a terminal: it grades
+# the notebook as an instructor would and shows each verdict with its reason.
 #
-# **1.** For one query, the attention weights…
+# **1.** You double every value vector `v_j` and leave the queries and keys as they are. One
+# query's attention output…
 #
-# - (a) sum to 1 over the keys
-# - (b) sum to 1 over the queries
-# - (c) are negative where `q·k < 0`
-# - (d) are fixed once the model is trained
+# - (a) doubles: the weights depend on the query and the keys only
+# - (b) stays the same: the weights sum to 1, so the scale cancels
+# - (c) grows, but less than twice: the softmax damps large values
+# - (d) changes by an amount that depends on the query's scores
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_1", "locked": false, "schema_version": 3, "solution": true}
 quiz_1 = None
@@ -400,10 +405,10 @@ quiz_1 = "a"
 # %% nbgrader={"grade": true, "grade_id": "quiz_1_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 check_choice(quiz_1, "abcd", "quiz_1")
 ### BEGIN HIDDEN TESTS
-grade_choice(quiz_1, "a", "the softmax runs over each row of Q Kᵀ: one query's weights over all keys are "
-             "positive and sum to 1, a negative score only gets a small weight; they are "
-             "computed from the input, so they change with every sentence — training fixes "
-             "W_Q, W_K and W_V, not the weights")
+grade_choice(quiz_1, "a", "the output is Σ_j w_j v_j with the weights w = softmax(q·k_j / √d_k): the values "
+             "never enter the weights, so doubling every v_j doubles the output. Weights that "
+             "sum to 1 make the output an average of the values — and the average of doubled "
+             "values is doubled; the softmax acts on the scores, not on the values")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -176,7 +176,8 @@ plt.show()
 # **Exercise 2 (2 points).** Write `entropy(p, axis=-1)`: the entropy in nats of the
 # probability vectors along `axis` of an array `p` of any shape (for a 2-D `p` and `axis=-1`, one
 # entropy per row). Zeros in `p` must give 0, not NaN — and without a warning: any `np.log(0)`
-# evaluated along the way prints one, even when the result is thrown away afterwards. Which value
+# evaluated along the way prints one, even when the result is thrown away afterwards (by
+# `np.nansum` or a mask), and an entropy that warns fails the check. Which value
 # could stand in for a zero entry so that its term `p · log p` comes out as 0 by itself? Leave `p`
 # itself unchanged; the result is float64.
 
@@ -432,7 +433,9 @@ print(trained_spread_reading(spreads, predicted))
 # ## Quiz
 #
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
-# only confirms that your answer is recorded; the grade comes with the feedback.
+# only confirms that your answer is recorded; the grade comes with the feedback. Working on your
+# own? Save the notebook, then run `make check LESSON=03_scaling` in a terminal: it grades
+# the notebook as an instructor would and shows each verdict with its reason.
 #
 # **1.** `q` and `k` have `d_k = 256` independent components of mean 0 and variance 1. The
 # standard deviation of `q·k` is about…

@@ -261,7 +261,11 @@ for key, value in encoder_params(layer).items():
 # then `@ w_o + b_o`.
 #
 # **Exercise 3 (5 points).** Write `encoder_block(x, params, n_heads, norm_first=True, mask=None)`
-# for `x (B, T, D)`, using your `layer_norm` and `feed_forward`. `mask` is boolean,
+# for `x (B, T, D)`, using your `layer_norm` and `feed_forward`. `params` holds the LayerNorms'
+# epsilon too, as `params["eps"]`: layers are built with different values (the check and the
+# hidden tests use several), so read it from there. The heads are laid out as in lesson 06:
+# `(B, T, D)` → `(B, H, T, D/H)`, head `h` holding features `h·D/H … (h+1)·D/H − 1` of every
+# token, and merged back from `(B, H, T, D/H)` to `(B, T, D)` the same way. `mask` is boolean,
 # broadcastable to the scores `(B, H, T, T)`, **True = may attend**; a padding mask for reviews
 # of different lengths has shape `(B, 1, 1, T)`. You may use
 # `helpers.attention.scaled_dot_product_attention(q, k, v, mask)`, which returns
@@ -307,19 +311,21 @@ check_own_work(encoder_block, check_encoder_block, "encoder_block")
 # The calls below use the course's layer_norm and feed_forward, as the check does: one mistake, one charge.
 from helpers.checks import course_callees
 
-for _seed, (_b, _t, _d, _h, _f) in zip(fresh_seeds(2), [(2, 7, 12, 3, 20), (4, 3, 16, 4, 64)]):
-    check_encoder_block(encoder_block, seed=_seed, batch=_b, length=_t, d_model=_d, n_heads=_h,
-                        d_ff=_f, verbose=False)
 _rng = np.random.default_rng(fresh_seeds(1)[0])
+for _seed, (_b, _t, _d, _h, _f) in zip(fresh_seeds(2), [(2, 7, 12, 3, 20), (4, 3, 16, 4, 64)]):
+    # eps from 0.01 to 0.2: one not read from params shows
+    check_encoder_block(encoder_block, seed=_seed, batch=_b, length=_t, d_model=_d, n_heads=_h,
+                        d_ff=_f, eps=float(10 ** _rng.uniform(-2, np.log10(0.2))), verbose=False)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    _layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=False).double()
+    _layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=False,
+                                        layer_norm_eps=float(_rng.uniform(0.01, 0.1))).double()
 _x = torch.from_numpy(_rng.normal(size=(2, 6, 16)))
 _causal = torch.ones(6, 6, dtype=torch.bool).tril()  # a (T, T) mask, broadcast over batch and heads
 with quiet(), course_callees(encoder_block, "layer_norm", "feed_forward", verbose=False):
     _got = encoder_block(_x, encoder_params(_layer), 4, norm_first=False, mask=_causal)
-expect_close(_got, run_layer(_layer, _x, _causal),
-             "encoder_block (post-norm, default init, causal (T, T) mask) against nn.TransformerEncoderLayer")
+expect_close(_got, run_layer(_layer, _x, _causal), "encoder_block (post-norm, default init, "
+             f"eps={_layer.norm1.eps:.3g}, causal (T, T) mask) against nn.TransformerEncoderLayer")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -603,7 +609,9 @@ print("layer 1, the most on negation + adjective together: "
 # ## Quiz
 #
 # Set each answer to a letter, for example `quiz_1 = "a"`, and run the check below it. The check
-# only confirms that your answer is recorded; the grade comes with the feedback.
+# only confirms that your answer is recorded; the grade comes with the feedback. Working on your
+# own? Save the notebook, then run `make check LESSON=07_transformer` in a terminal: it grades
+# the notebook as an instructor would and shows each verdict with its reason.
 #
 # **1.** A short review is padded with zero vectors to the length of a long one, and the two are
 # normalised in one batch. Compared with the short review normalised alone, without padding,
