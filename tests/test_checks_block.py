@@ -399,7 +399,8 @@ def test_encoder_block_check_reports_unknown_mistakes_with_the_hint():
     def scaled_wrong(x, params, n_heads, norm_first=True, mask=None):
         return ref.encoder_block(x, params, n_heads, norm_first, mask) * (1 + 1 / math.pi)
 
-    pattern = r"differs from the reference: at index \(\d+, \d+, \d+\)(?s:.*)call hint\(\) for the fix$"
+    pattern = (r"differs from the reference: at index \(\d+, \d+, \d+\)(?s:.*)"
+               r"call hint\(\) for a hint, and again for the fix$")
     with pytest.raises(AssertionError, match=pattern) as err:
         check_encoder_block(scaled_wrong, verbose=False)
     assert err.value.fix.startswith("pre-norm: h = x + attention(LN1(x))")

@@ -16,6 +16,7 @@ from test_mistakes import known_wrong
 from helpers import attention, masking
 from helpers.checks import failure
 from helpers.checks.failure import HINT_LINE, CheckFailed, hint
+from helpers.checks.ideas import IDEAS
 from helpers.checks.lookup import check_softmax
 from helpers.checks.masking import check_masked_attention
 from helpers.grading.settings import StripGradeTracebacks
@@ -60,7 +61,8 @@ def softmax_unstable(x, axis=-1):
 
 def test_no_known_mistake_prints_its_fix_and_hint_gives_it():
     """Every known-wrong answer of the check tests: the message names the mistake and ends by pointing
-    at hint(); the fix is not in it, and hint() prints it."""
+    at hint(); the fix is not in it. The first hint() gives the exercise's idea without the fix, the
+    second gives the fix."""
     cases = known_wrong()
     with_fix, problems = 0, []
     for name, check, fn in cases:
@@ -73,8 +75,13 @@ def test_no_known_mistake_prints_its_fix_and_hint_gives_it():
             with_fix += 1
             if err.fix in message or not message.endswith(HINT_LINE):
                 problems.append(f"{name}: {message[:160]!r} with fix {err.fix!r}")
-            if err.fix not in _hint():
-                problems.append(f"{name}: hint() does not give {err.fix!r}")
+            first, second = _hint(), _hint()
+            if err.exercise not in IDEAS:
+                problems.append(f"{name}: check_{err.exercise} has no first hint (helpers/checks/ideas.py)")
+            elif err.fix in first or IDEAS[err.exercise] not in first:
+                problems.append(f"{name}: the first hint() should give the idea, not the fix: {first!r}")
+            if err.fix not in second:
+                problems.append(f"{name}: the second hint() does not give {err.fix!r}")
         elif HINT_LINE in message:
             problems.append(f"{name}: points at hint() with nothing to give")
     assert not problems, "\n".join(problems)
@@ -85,21 +92,33 @@ def test_hint_explains_the_last_failure_or_the_one_asked_for():
     assert "nothing to hint" in _hint()
     masked = _failure(check_masked_attention, inverted_mask)
     assert "the mask is inverted" in str(masked) and "masked_fill(~mask" not in str(masked)
-    assert "masked_fill(~mask, float('-inf'))" in _hint()
+    first = _hint()  # the idea first, not the line
+    assert IDEAS["masked_attention"] in first and "masked_fill(~mask" not in first
+    assert "masked_fill(~mask, float('-inf'))" in _hint()  # asked again: the fix
     assert _hint() == _hint("masked_attention") == _hint("check_masked_attention")
     softmax = _failure(check_softmax, softmax_unstable)
-    assert "subtract the maximum" in _hint() and "subtract the maximum" not in str(softmax)
+    # hint(2): straight to the fix
+    assert "subtract the maximum" in _hint(2) and "subtract the maximum" not in str(softmax)
     assert "masked_fill(~mask" in _hint("masked_attention")  # an earlier failure is still at hand
     check_softmax(attention.softmax, verbose=False)
     assert "nothing to hint" in _hint("softmax")  # it passes now
     assert "masked_fill(~mask" in _hint()  # the last failure that still stands
+    again = _failure(check_masked_attention, inverted_mask)  # a new failure starts with its idea again
+    assert IDEAS["masked_attention"] in _hint() and again.fix in _hint()
+
+
+def test_no_first_hint_gives_a_fix_away():
+    """The ideas name what to think about; none of them holds a line of the checks' fixes."""
+    for exercise, idea in IDEAS.items():
+        shown = [line for line in FIX_LINES if line in idea]
+        assert not shown, f"{exercise}: the first hint gives {shown[0]!r} away"
 
 
 def test_the_message_is_what_nbgrader_records_and_hint_is_one_line_further():
     err = _failure(check_masked_attention, inverted_mask)
     assert str(err).startswith("masked_attention with a random (4, 6) mask: weights (seed=0")
     assert str(err).endswith(": the mask is inverted: True means *may attend*, but your weights go exactly "
-                             "to the keys the mask blocks\n  call hint() for the fix")
+                             "to the keys the mask blocks" + HINT_LINE)
 
 
 # ------------------------------------------------------------------ what a learner sees in Jupyter
@@ -111,7 +130,7 @@ CELLS = [
     "def masked_attention(q, k, v, mask=None):\n"
     "    return right(q, k, v, None if mask is None else ~mask)\n",
     "check_masked_attention(masked_attention)",
-    "hint()",
+    "hint()\nprint('----')\nhint()",
     # the learner's own function raises inside the check: their line, and on which input
     "def masked_attention(q, k, v, mask=None):\n"
     "    scores = q @ k.T  # the learner's own bug\n"
@@ -145,7 +164,7 @@ def test_a_failing_check_shows_its_message_and_none_of_the_checks_code(ran):
     error, shown = _error(ran[2])
     assert error.ename == "CheckFailed"
     assert error.evalue.endswith("the mask is inverted: True means *may attend*, but your weights go exactly "
-                                 "to the keys the mask blocks\n  call hint() for the fix")
+                                 "to the keys the mask blocks" + HINT_LINE)
     assert error.evalue in shown
     assert "check_masked_attention(masked_attention)" in shown  # the learner's cell
     for checker in ("helpers/checks", "expect_close", "raise CheckFailed", "_run_masked", "masking.py",
@@ -154,10 +173,11 @@ def test_a_failing_check_shows_its_message_and_none_of_the_checks_code(ran):
     assert "masked_fill(~mask" not in shown
 
 
-def test_hint_in_the_notebook_gives_the_fix(ran):
-    text = "".join(out.get("text", "") for out in ran[3].outputs)
-    assert "check_masked_attention said: " in text
-    assert "How to fix it: block where the mask is False: scores.masked_fill(~mask, float('-inf'))" in text
+def test_hint_in_the_notebook_gives_the_idea_then_the_fix(ran):
+    first, second = "".join(out.get("text", "") for out in ran[3].outputs).split("----")
+    assert "check_masked_attention said: " in first and IDEAS["masked_attention"] in first
+    assert "masked_fill" not in first
+    assert "How to fix it: block where the mask is False: scores.masked_fill(~mask, float('-inf'))" in second
 
 
 def test_when_the_learners_function_raises_they_see_their_own_line(ran):
@@ -168,7 +188,7 @@ def test_when_the_learners_function_raises_they_see_their_own_line(ran):
     assert re.search(r"RuntimeError: .*", shown)  # their own error, as Python raised it
     assert re.search(r"\(raised while check_masked_attention called masked_attention without a mask, "
                      r"with array of shape \(2, 3, 4, 5\), array of shape \(2, 3, 6, 5\), array of shape "
-                     r"\(2, 3, 6, 3\)\)\n  call hint\(\) for the fix$", shown)
+                     r"\(2, 3, 6, 3\)\)\n  call hint\(\) for a hint, and again for the fix$", shown)
     for checker in ("helpers/checks", "core.py", "failure.py", "def call", "_run_masked", "from None"):
         assert checker not in shown, f"the traceback shows {checker!r}:\n{shown}"
 

@@ -1,8 +1,9 @@
 """What a learner sees when a check fails.
 
-Hints come in two steps. The message names the mistake and says why it is wrong; how to fix
-it (the line to write, the recipe) is kept back until the learner calls ``hint()``, which
-prints the fix of the last check that failed. In IPython and Jupyter a failure shows the
+Help comes in steps. The message names the mistake and says why it is wrong; the first
+``hint()`` after a failure gives the idea to think about or where to look
+(``ideas.IDEAS``), and only a second ``hint()`` (or ``hint(2)``) gives the fix — the line to
+write, the recipe. In IPython and Jupyter a failure shows the
 learner's cells and functions only, never the checks' own code; when the learner's function
 raised inside a check, its own frames and error are shown, with one line that says which call
 of the check raised it; an untouched stub shows the check's cell and the stub's ``raise`` line.
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-HINT_LINE = "\n  call hint() for the fix"
+HINT_LINE = "\n  call hint() for a hint, and again for the fix"
 # Frames of these files are the checks' own machinery: a learner never needs to read them.
 _HERE = Path(__file__).resolve().parent
 _CHECKER_FILES = (str(_HERE) + os.sep, str(_HERE.parent / "quiz.py"))
@@ -36,6 +37,7 @@ class CheckFailed(AssertionError):
         super().__init__(message + (HINT_LINE if fix else ""))
         self.message, self.fix, self.crash, self.note = message, fix, crash, note
         self.exercise = ""  # set by the check that raised it (``hinted``)
+        self.idea_shown = False  # hint() has given its first step (the idea) for this failure
 
     def _render_traceback_(self) -> list[str]:
         """What IPython and Jupyter show: the learner's frames and the message, no checker frames.
@@ -143,9 +145,16 @@ def hinted(check: Callable) -> Callable:
     return checked
 
 
-def hint(exercise: str | None = None) -> None:
-    """Print how to fix what the last failing check found — or, given an exercise's name
-    (``hint("masked_attention")``), what its check found last."""
+def hint(exercise: str | int | None = None, stage: int | None = None) -> None:
+    """Help with what the last failing check found — or, given an exercise's name
+    (``hint("masked_attention")``), what its check found last.
+
+    The first call gives the idea to think about or where to look; the next call (or ``hint(2)``,
+    ``hint("masked_attention", 2)``) gives the fix."""
+    from .ideas import IDEAS
+
+    if isinstance(exercise, int):
+        exercise, stage = None, exercise
     if exercise is not None:
         exercise = exercise.removeprefix("check_").removesuffix("_tests")
         err = _FAILURES.get(exercise)
@@ -159,7 +168,11 @@ def hint(exercise: str | None = None) -> None:
         print("No check has failed since the kernel started (or they all pass now): nothing to hint.")
         return
     print(f"check_{exercise} said: {err.message}")
-    if err.fix:
+    idea = IDEAS.get(exercise)
+    if idea and err.fix and stage != 2 and not err.idea_shown:
+        err.idea_shown = True  # the next hint() for this failure gives the fix
+        print(f"\nA hint: {idea}\n\n(Stuck? Call hint() again for the fix.)")
+    elif err.fix:
         print(f"\nHow to fix it: {err.fix}")
     else:
         print("\nThere is no more to add: compare what the message describes with the exercise's "

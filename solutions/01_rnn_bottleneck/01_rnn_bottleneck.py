@@ -32,7 +32,7 @@ import torch
 from IPython.display import Markdown, display
 
 from helpers import sentiment
-from helpers.checks import hint  # after a failing check, hint() shows how to fix it
+from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.recurrence import check_gradient_by_position, check_rnn_forward
 from helpers.models import LABELS, build, n_parameters

@@ -34,7 +34,7 @@ from helpers.checks import (
     check_softmax,
     expect_close,
     fresh_seeds,
-    hint,  # after a failing check, hint() shows how to fix it
+    hint,  # after a failing check: hint() for a hint, hint() again for the fix
     quiet,
 )
 from helpers.plots import plot_lookup, plot_sharpening, plot_weights

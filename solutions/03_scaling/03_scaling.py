@@ -35,7 +35,7 @@ from helpers.checks import (
     check_softmax_jacobian,
     expect_close,
     fresh_seeds,
-    hint,  # after a failing check, hint() shows how to fix it
+    hint,  # after a failing check: hint() for a hint, hint() again for the fix
     quiet,
 )
 from helpers.checks.scaling import std_rel_error

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from helpers.checks import hint  # after a failing check, hint() shows how to fix it
+from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.core import as_array, expect_close, fresh_seeds, quiet
 from helpers.checks.masking import (
     check_attention_matrix_bytes,

@@ -35,7 +35,7 @@ import torch
 from IPython.display import display
 
 from helpers.attention import self_attention as course_self_attention  # lesson 02's, the course's version
-from helpers.checks import hint  # after a failing check, hint() shows how to fix it
+from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.positional import check_rope, check_sinusoidal_encoding
 from helpers.plots import plot_weights

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from helpers import training
-from helpers.checks import hint  # after a failing check, hint() shows how to fix it
+from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.callees import check_names_defined
 from helpers.checks.core import as_array, expect_close, fresh_seeds, quiet
 from helpers.checks.heads import (

@@ -41,7 +41,7 @@ from helpers import cls_reading, decoding, inspect_models, norm_warmup, sentimen
 from helpers.attention import scaled_dot_product_attention
 from helpers.block import decoder_block, decoder_params, encoder_params, transformer_parameters
 from helpers.block_diagram import plot_block_diagrams
-from helpers.checks import hint  # after a failing check, hint() shows how to fix it
+from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.block import check_encoder_block, check_feed_forward, check_layer_norm, run_layer
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.quiz import check_choice, grade_choice

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from helpers.checks import hint  # after a failing check, hint() shows how to fix it
+from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.cost import (
     check_layer_macs,

@@ -36,7 +36,7 @@ from IPython.display import display
 from torch import nn
 
 from helpers import image_task, vision
-from helpers.checks import hint  # after a failing check, hint() shows how to fix it
+from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.patches import check_conv_to_linear, check_n_tokens, check_patchify
 from helpers.patches import (
