@@ -146,6 +146,7 @@ def conv_to_linear(conv):
     bias = conv.bias.detach() if conv.bias is not None else torch.zeros(conv.out_channels)
     return weight, bias
 '''),
+    ("11_tiny_gpt", "train_step", ("lm_loss",), None),
 ]
 
 

@@ -253,6 +253,7 @@ COURSE_VERSIONS = {
     "feed_forward": "helpers.block",
     "layer_macs": "helpers.cost",
     "patchify": "helpers.patches",
+    "lm_loss": "helpers.gpt",
 }
 
 

@@ -96,4 +96,25 @@ IDEAS = {
     "conv_to_linear": "A convolution with kernel P and stride P applies one and the same linear map "
                       "to every patch. Its weight, read in the order patchify flattens a patch, is "
                       "that map's matrix — mind which axis is the output.",
+    # 11 · a small GPT
+    "shift_targets": "Position t reads tokens 0 … t and must predict the token that comes next. "
+                     "Which slice of the sequence does the model read, and which one is it asked "
+                     "to predict? The two overlap in all but one token.",
+    "lm_loss": "Every position is one classification over the vocabulary: the loss is the average, "
+               "over all B·T positions, of minus the log-probability the softmax gives the right "
+               "token — in nats, computed stably.",
+    "gpt_logits": "Embed, add positions, run the blocks under a causal mask, normalise, project to "
+                  "the vocabulary. Which positions may a token's logits depend on?",
+    "lr_at": "Two phases and a floor: a straight climb to peak_lr over the warm-up steps (counting "
+             "from step 0), half a cosine down to min_lr by total_steps, then min_lr. Check the "
+             "first step, the last warm-up step and total_steps on paper.",
+    "train_step": "One step is: forget the last step's gradients, compute the loss, backpropagate, "
+                  "limit the size of the gradients, update. Does the order of the last two matter?",
+    "sample_next": "Temperature divides the logits before the softmax; top-k keeps the k largest "
+                   "logits and nothing else; then draw — at random, with the generator — except at "
+                   "temperature 0, which takes the largest.",
+    "kv_cache_bytes": "Count the numbers first: keys and values, per layer, per sequence in the batch, "
+                      "per token, per key/value head, per feature of a head; then the bytes each takes.",
+    "repeat_kv": "Query heads h = 0, 1, … use key/value head h // n_rep: each key/value head must "
+                 "appear n_rep times in a row, not the whole set of heads n_rep times over.",
 }

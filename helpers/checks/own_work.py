@@ -25,6 +25,9 @@ COURSE_MODULES = {
     "layer_norm": "helpers.block", "feed_forward": "helpers.block", "encoder_block": "helpers.block",
     "layer_macs": "helpers.cost", "score_share": "helpers.cost", "online_softmax_attention": "helpers.cost",
     "patchify": "helpers.patches", "n_tokens": "helpers.patches", "conv_to_linear": "helpers.patches",
+    "shift_targets": "helpers.gpt", "lm_loss": "helpers.gpt", "gpt_logits": "helpers.gpt",
+    "lr_at": "helpers.gpt", "train_step": "helpers.gpt", "sample_next": "helpers.gpt",
+    "repeat_kv": "helpers.gpt", "kv_cache_bytes": "helpers.gpt",
 }
 
 
