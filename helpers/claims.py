@@ -14,7 +14,9 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from . import sentiment
 from .cost import tensor_memory
+from .inspect_models import attention_forward
 from .masking import causal_mask, masked_attention
 
 
@@ -84,6 +86,24 @@ def causal_attention_peak_bytes(n: int, d: int = 64, causal: bool = True, seed: 
     q, k, v = (torch.randn(n, d, generator=g) for _ in range(3))
     mask = causal_mask(n) if causal else None  # built before measuring: the mask is an input
     return tensor_memory(masked_attention, q, k, v, mask).peak_bytes
+
+
+@torch.no_grad()
+def attention_vs_removal(model: torch.nn.Module, reviews: sentiment.Reviews) -> torch.Tensor:
+    """Per layer and head of lesson 01's attention classifier, (L, H): the share of ``reviews`` in
+    which the word [CLS] attends to most is the word whose removal moves the logit most.
+
+    A word is removed by deleting it (the words after it move up one position).
+    """
+    ids, lengths = sentiment.encode(reviews.sentences, add_cls=True)  # (N, T), [CLS] first
+    logits, maps = attention_forward(model, ids, lengths)  # (N,), L x (N, H, T, T)
+    shortened = [words[:i] + words[i + 1:] for words in reviews.sentences for i in range(len(words))]
+    cut_ids, cut_lengths = sentiment.encode(shortened, add_cls=True)
+    cut_logits = model(cut_ids, cut_lengths, cls_only=True)  # same logits: last layer at [CLS] only
+    moved = (cut_logits - logits.repeat_interleave(lengths - 1)).abs()  # (Σ n_words,)
+    decisive = torch.stack([part.argmax() for part in moved.split((lengths - 1).tolist())])  # (N,)
+    looked_at = torch.stack([m[:, :, 0, 1:].argmax(-1) for m in maps])  # (L, N, H): word index, no [CLS]
+    return (looked_at == decisive[None, :, None]).double().mean(1)  # (L, H)
 
 
 def plot_gradient_by_distance(curves: dict[str, torch.Tensor], ax=None):

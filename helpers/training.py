@@ -113,8 +113,9 @@ def bucketed_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Ge
 
 
 @functools.cache
-def _training_data(n_train: int, data_seed: int, add_cls: bool) -> Encoded:
-    return Encoded.of(sentiment.training_set(n_train, data_seed), add_cls)
+def _training_data(n_train: int, data_seed: int, add_cls: bool,
+                   task: sentiment.TaskConfig = sentiment.DEFAULT) -> Encoded:
+    return Encoded.of(sentiment.training_set(n_train, data_seed, task), add_cls)
 
 
 @functools.cache
@@ -143,19 +144,20 @@ def initial_model(name: str, seed: int, factory: Callable[[], nn.Module] | None 
 
 def train_run(name: str, seed: int, config: TrainConfig = DEFAULT, fast: bool = True,
               progress: Callable[[], None] | None = None, losses: list[float] | None = None,
-              factory: Callable[[], nn.Module] | None = None) -> nn.Module:
+              factory: Callable[[], nn.Module] | None = None,
+              task: sentiment.TaskConfig = sentiment.DEFAULT) -> nn.Module:
     """Train model ``name`` from scratch with ``seed``: length buckets if ``fast``, else the plain loop.
 
     Runs with ``config.threads`` torch threads; ``progress`` is called after every epoch, and the
     mean training loss of every epoch is appended to ``losses``. ``factory`` builds a variant of
-    the model instead of ``build(name)`` (lesson 06's one-head classifier). Returns the model in
-    eval mode.
+    the model instead of ``build(name)`` (lesson 06's one-head classifier); ``task`` draws other
+    training reviews (lesson 01's control: no fillers). Returns the model in eval mode.
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}; choose one of {list(MODEL_NAMES)}")
     with threads(config.threads):
         model = initial_model(name, seed, factory)
-        data = _training_data(config.n_train, config.data_seed, model.needs_cls)
+        data = _training_data(config.n_train, config.data_seed, model.needs_cls, task)
         generator = torch.Generator().manual_seed(seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         loss_fn = nn.BCEWithLogitsLoss()

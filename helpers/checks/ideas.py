@@ -81,8 +81,8 @@ IDEAS = {
     # 08 · the cost of attention
     "layer_macs": "A product (a, b) @ (b, c) costs a·b·c multiply-adds — one per term of each "
                   "entry, not two. Apply that rule to every product of the table, row by row.",
-    "score_share": "The two n × n products against everything the layer does — the exercise before "
-                   "this one counted both.",
+    "score_share": "What share of the layer's multiply-adds goes into comparing tokens with each "
+                   "other? The exercise before this one counted every part.",
     "online_softmax_attention": "Between blocks keep three running quantities per query: the largest "
                                 "score so far, the sum of exponentials and the weighted sum of "
                                 "values. When a block raises the maximum, what was summed against the "

@@ -18,9 +18,11 @@
 # - write the softmax Jacobian and watch it vanish when the weights are nearly one-hot (exercise 3);
 # - measure the largest weight, the entropy and the gradient for widths 2 to 512, with and
 #   without the scale, and explore them with a slider;
-# - say why the argument holds only approximately, at initialisation.
+# - say why the argument holds only approximately, at initialisation;
+# - train one attention head at `d_k = 128` with and without the scale, and see how fast each
+#   learns where to look.
 #
-# **Time:** about 50 minutes. Each exercise is followed by a check cell: run it, and if it
+# **Time:** about 55 minutes. Each exercise is followed by a check cell: run it, and if it
 # fails, its message names the most likely mistake.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
@@ -411,8 +413,42 @@ print(trained_spread_reading(spreads, predicted))
 # gives each head the spread its job needs. Some heads stay broad and average over the review;
 # others turn into sharp lookups, with scores spread wider than unscaled scores at `d_k = 64`.
 # Many of their queries are stalled, and that is no defect at the end of training: such a query
-# has settled where it looks. The danger the scale removes is a softmax that is saturated
-# *before* the model has learned where to look — when every gradient it needs passes through it.
+# has settled where it looks. The danger the scale is meant to remove is a softmax that is
+# saturated *before* the model has learned where to look, when every gradient it needs passes
+# through it. The next section trains a model both ways and measures that danger.
+
+# %% [markdown]
+# ## Scaled against unscaled, in training
+#
+# A task that only attention can solve, at a width where the scale matters: 16 pairs (key,
+# value), with all keys different, and a query that names one of the keys; the answer is the
+# value stored under it. One attention head with `d_k = 128` must learn to put its weight on the
+# pair whose key matches the query, and a linear layer reads the value from what the head hands
+# over. The two variants differ only in the scores, `q·k / √128` or `q·k`. Everything else is
+# the same: the initial weights (drawn so that every component of `q` and `k` starts with
+# variance about 1, the argument's assumption), the batches of 64 fresh lookups, Adam at the
+# same learning rate, 400 steps, three seeds. The command `python -m helpers.scaled_lookup`
+# trains the six runs (half a minute of CPU) and stores them in `data/scaled_lookup/`; this
+# lesson loads them. Left: the training loss (line: median over the seeds; band: lowest to
+# highest). Right: the average weight a query puts on the right pair, measured on 256 fixed
+# lookups every 10 steps.
+
+# %%
+from IPython.display import Markdown
+
+from helpers import scaled_lookup
+
+lookup_runs = scaled_lookup.load_results()
+scaled_lookup.plot_scaled_lookup(lookup_runs)
+plt.show()
+display(Markdown(scaled_lookup.summary_markdown(lookup_runs)))
+display(Markdown(scaled_lookup.reading(lookup_runs)))
+
+# %% [markdown]
+# The sentences above are computed from the shipped runs, so they say what these runs show and
+# no more: one head, one task, one width, one optimiser. Adam divides every step by the recent
+# size of its gradients, which partly makes up for the small gradients of a saturated softmax;
+# the runs measure what is left of the danger with the optimiser the course trains with.
 
 # %% [markdown]
 # **Think (2 points, graded by hand).** A colleague divides the scores by `d_k` instead of
@@ -521,6 +557,9 @@ grade_choice(quiz_3, "b", "the argument needs only independent components of mea
 # - The argument is about initialisation: trained queries and keys are neither independent nor
 #   of unit variance. In lesson 01's trained model the spread starts where the argument predicts,
 #   and training moves it as far as each head needs.
+# - In training, too: one head at `d_k = 128` without the scale starts nearly one-hot on a pair
+#   chosen by chance and learns where to look later than the scaled head, on every seed — slower,
+#   not never.
 #
 # **Next:** lesson 04 masks scores — padding, the future — and counts what the `n × n` score
 # matrix costs.

@@ -12,7 +12,7 @@
 # **Promise:** by the end you can tell which of the things people often say about attention are
 # true, which are half true and which are wrong — and check most of them yourself in a few lines.
 #
-# **How it works.** Twelve statements: nine claims that circulate in tutorials and talks, and the
+# **How it works.** Thirteen statements: ten claims that circulate in tutorials and talks, and the
 # three questions of a short quiz from a second introduction to attention. For each one:
 #
 # 1. run the cell that checks it by computation (where code can check it) and read what it prints;
@@ -25,7 +25,7 @@
 # `make check LESSON=10_claims_checked` in a terminal: it grades the notebook as an instructor
 # would and shows every verdict with its reason. At the end, one question is graded by hand.
 #
-# **Time:** about 30 minutes. Everything here was built in lessons 01–09; each claim says where.
+# **Time:** about 35 minutes. Everything here was built in lessons 01–09; each claim says where.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false}
 import math
@@ -418,6 +418,62 @@ grade_choice(claim_9, "b", "False. A causal mask sets half of the scores to −�
              "per doubling of n, with and without the mask. Memory linear in n comes from "
              "computing in blocks (FlashAttention, lesson 08) or from decoding with a "
              "key/value cache, not from the mask. The n² comparisons remain either way.")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Reading a trained model
+#
+# ### Claim 10 — "An attention map explains the prediction."
+#
+# Heat maps of attention weights are often shown as the reason for a model's answer. Test that on
+# lesson 01's trained attention classifier (seeds 0–2, `data/sentiment/`; 2 layers of 4 heads).
+# For each of 100 `fillers_4` test reviews and each head, take the word `[CLS]` attends to most.
+# Then delete the words of the review one at a time and find the word whose removal moves the
+# logit most — an intervention, like lesson 06's removal of heads, applied to words. Printed: how
+# often the two are the same word, per head.
+
+# %%
+from helpers import sentiment
+from helpers.claims import attention_vs_removal
+from helpers.training import load_model
+
+reviews_10 = sentiment.test_sets(n=100)["fillers_4"]
+by_seed = {seed: attention_vs_removal(load_model("attention", seed), reviews_10) for seed in (0, 1, 2)}
+for seed, shares in by_seed.items():  # shares: (layer, head)
+    for layer, row in enumerate(shares, start=1):
+        print(f"seed {seed}, layer {layer}: " + "  ".join(f"head {h} {share:4.0%}" for h, share in enumerate(row)))
+every_head = torch.cat([shares.flatten() for shares in by_seed.values()])
+mean_words = np.mean([len(words) for words in reviews_10.sentences])
+print(f"\nbest head {every_head.max():.0%}, median head {every_head.median():.0%}; "
+      f"{(every_head < 0.5).sum()} of {len(every_head)} heads agree in fewer than half of the reviews. "
+      f"A word picked at random: about {1 / mean_words:.0%} (reviews of {mean_words:.0f} words on average)")
+
+# %% [markdown]
+# Which verdict fits these measurements?
+#
+# - (a) true: the word a head attends to most is the one the answer depends on most
+# - (b) true for the last layer: `[CLS]` reads its output, so its map gives the reason
+# - (c) false: most heads' top word is usually not the word whose removal matters most
+# - (d) false: trained heads attend almost uniformly, so their maps show nothing at all
+
+# %% nbgrader={"grade": false, "grade_id": "claim_10", "locked": false, "schema_version": 3, "solution": true}
+claim_10 = None
+### BEGIN SOLUTION
+claim_10 = "c"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "claim_10_check", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+check_choice(claim_10, "abcd", "claim_10")
+### BEGIN HIDDEN TESTS
+grade_choice(claim_10, "c", "False, as a general rule. Over 100 reviews and three seeds, even the best head's "
+             "favourite word was the word whose deletion moves the logit most in only about half "
+             "of the reviews, and most heads agreed far less often; the last layer of seed 0 "
+             "almost never did, so reading the last layer is no way out. A weight says where a "
+             "head reads from; what the read adds depends on the values, W_O, the residual path "
+             "and the layers after it, and two words can carry the same information (a negation "
+             "and its adjective). Nor are the maps noise: lesson 03 found many heads of these "
+             "models to be sharp lookups. To learn what an answer depends on, intervene — delete "
+             "a word, remove a head (lesson 06) — and measure.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
