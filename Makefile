@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 
-.PHONY: setup lab formgrader test release build lint slides grade check feedback restore hostile hub hub-install clean
+.PHONY: setup lab formgrader test release build lint slides grade check feedback export restore hostile hub hub-install hub-stop hub-backup hub-restore hub-uninstall clean
 
 setup: $(STAMP)
 
@@ -51,9 +51,14 @@ slides: build
 # SUBMISSIONS=exchange collects them first) [STUDENT=id] [DUE="2026-03-01 23:59 UTC"].
 # Everything goes to the course root grading/.
 WORKERS ?= 2
+# One grading run of a course root at a time: instructors sharing a hub's course copy take turns.
+GRADING_ROOT := $(or $(ATTENTION_COURSE_ROOT),grading)
+# (flock is util-linux's; where it is missing, as on macOS, runs do not wait for each other.)
+TAKE_TURNS = $(if $(shell command -v flock 2>/dev/null),mkdir -p $(GRADING_ROOT); flock -n $(GRADING_ROOT)/.grading.lock true || \
+	echo "another grading run of this course is going on: waiting for it to finish"; flock $(GRADING_ROOT)/.grading.lock,)
 grade: build
 	@test -n "$(LESSON)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LESSON=NN_topic SUBMISSIONS=folder [STUDENT=id] [DUE=date]"; exit 2; }
-	$(BIN)/python -m helpers.grading.autograde $(LESSON) "$(SUBMISSIONS)" --workers $(WORKERS) \
+	@$(TAKE_TURNS) $(BIN)/python -m helpers.grading.autograde $(LESSON) "$(SUBMISSIONS)" --workers $(WORKERS) \
 		$(if $(STUDENT),--student "$(STUDENT)") $(if $(DUE),--due "$(DUE)")
 
 # Feedback pages again from the gradebook (hand grades and comments included; no student code
@@ -61,7 +66,15 @@ grade: build
 # hub RELEASE=1 also hands them to the students through the exchange.
 feedback: setup
 	@test -n "$(LESSON)" || { echo "usage: make feedback LESSON=NN_topic [RELEASE=1]"; exit 2; }
-	$(BIN)/python -m helpers.grading.autograde $(LESSON) --feedback --zip $(if $(RELEASE),--release)
+	@$(TAKE_TURNS) $(BIN)/python -m helpers.grading.autograde $(LESSON) --feedback --zip $(if $(RELEASE),--release)
+
+# The gradebook import files of Moodle, Canvas and Blackboard for a lesson, from the gradebook (hand
+# grades included), in grading/platforms/LESSON/ (make grade writes them too). A column of your own:
+# CANVAS_COLUMN="Lab 2 (4567)", BLACKBOARD_COLUMN="Lab 2 [Total Pts: 15 Score] |123456" (remembered).
+export: setup
+	@test -n "$(LESSON)" || { echo "usage: make export LESSON=NN_topic [CANVAS_COLUMN=...] [BLACKBOARD_COLUMN=...]"; exit 2; }
+	@$(TAKE_TURNS) $(BIN)/python -m helpers.grading.platforms $(LESSON) $(if $(CANVAS_COLUMN),--canvas-column "$(CANVAS_COLUMN)") \
+		$(if $(BLACKBOARD_COLUMN),--blackboard-column "$(BLACKBOARD_COLUMN)")
 
 # For a learner working alone: grade your own saved notebook as an instructor would (hidden tests,
 # sandbox, feedback page), in a course root of its own (.selfcheck/): make check LESSON=NN_topic
@@ -80,15 +93,22 @@ hostile: build
 	$(BIN)/python -m pytest tests/test_bombs.py -m bombs -p no:cacheprovider
 
 # A class on one JupyterHub (run as root): make hub ROSTER=class.csv [HUB_PORT=8000]
-# [HUB_PREFIX=/srv/attention-from-scratch] [HUB_EXCHANGE=/srv/nbgrader/exchange]; see the README,
-# "Running a class on a hub". The hub runs in the foreground; Ctrl-C stops it and every server.
+# [HUB_PREFIX=/srv/attention-from-scratch] [HUB_EXCHANGE=/srv/nbgrader/exchange]
+# [HUB_SSL_CERT=cert.pem HUB_SSL_KEY=key.pem]; see the README, "Running a class on a hub". Where
+# systemd runs, the hub is the service attention-hub (back after a reboot); elsewhere a supervisor
+# keeps it running in the background (HUB_FOREGROUND=1: in this terminal, Ctrl-C stops it).
 HUB_PREFIX   ?= /srv/attention-from-scratch
 HUB_ENV      ?= $(HUB_PREFIX)/env
 HUB_EXCHANGE ?= /srv/nbgrader/exchange
 HUB_PORT     ?= 8000
 HUB_IP       ?= 0.0.0.0
-export HUB_PREFIX HUB_ENV HUB_EXCHANGE HUB_PORT HUB_IP
+HUB_SSL_CERT ?=
+HUB_SSL_KEY  ?=
+export HUB_PREFIX HUB_ENV HUB_EXCHANGE HUB_PORT HUB_IP HUB_SSL_CERT HUB_SSL_KEY
 HUB_NEEDS_ROOT = test "$$(id -u)" = 0 || { echo "make hub needs root: it creates accounts and starts servers as them (sudo make hub ...)"; exit 2; }
+HUB_UNIT       := /etc/systemd/system/attention-hub.service
+HUB_SUPERVISOR := $(HUB_PREFIX)/state/supervisor.pid
+HAS_SYSTEMD    := $(wildcard /run/systemd/system)
 hub-install:
 	@$(HUB_NEEDS_ROOT)
 	hub/install.sh $(HUB_PREFIX)
@@ -96,10 +116,61 @@ hub-install:
 hub:
 	@test -n "$(ROSTER)" || { echo "usage: sudo make hub ROSTER=class.csv [HUB_PORT=8000] (hub/roster.example.csv shows the columns)"; exit 2; }
 	@$(HUB_NEEDS_ROOT)
-	hub/install.sh $(HUB_PREFIX)
+	@$(PYTHON) hub/private.py --roster "$(abspath $(ROSTER))" $(CURDIR)/solutions $(CURDIR)/grading
+	HUB_ROSTER="$(abspath $(ROSTER))" hub/install.sh $(HUB_PREFIX)
 	$(HUB_ENV)/bin/python hub/roster.py "$(ROSTER)"
+	@$(PYTHON) hub/private.py $(HUB_PREFIX)/course $(HUB_PREFIX)/state
 	mkdir -p -m 700 $(HUB_PREFIX)/state
-	cd $(HUB_PREFIX)/state && exec $(HUB_ENV)/bin/jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
+ifneq ($(HAS_SYSTEMD)$(HUB_FOREGROUND),)
+ifeq ($(HUB_FOREGROUND),)
+	sed -e 's|@HUB_PREFIX@|$(HUB_PREFIX)|g; s|@HUB_ENV@|$(HUB_ENV)|g; s|@HUB_EXCHANGE@|$(HUB_EXCHANGE)|g' \
+	    -e 's|@HUB_PORT@|$(HUB_PORT)|g; s|@HUB_IP@|$(HUB_IP)|g; s|@CHECKOUT@|$(CURDIR)|g' \
+	    -e 's|@HUB_SSL_CERT@|$(HUB_SSL_CERT)|g; s|@HUB_SSL_KEY@|$(HUB_SSL_KEY)|g' hub/attention-hub.service > $(HUB_UNIT)
+	systemctl daemon-reload
+	systemctl enable attention-hub
+	systemctl restart attention-hub
+	@echo "the hub is the service attention-hub: systemctl status attention-hub; journalctl -u attention-hub"
+else
+	cd $(HUB_PREFIX)/state && exec $(HUB_ENV)/bin/python $(CURDIR)/hub/supervise.py --pidfile $(HUB_SUPERVISOR) \
+		-- $(HUB_ENV)/bin/jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
+endif
+else
+	@echo "no systemd on this machine: the hub runs under hub/supervise.py, which starts it again if it dies (not after a reboot: run make hub again then)"
+	cd $(HUB_PREFIX)/state && $(HUB_ENV)/bin/python $(CURDIR)/hub/supervise.py --pidfile $(HUB_SUPERVISOR) \
+		--log $(HUB_PREFIX)/state/hub.log --background -- $(HUB_ENV)/bin/jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
+endif
+
+# Stop the hub (every server with it): the systemd service, or the supervisor.
+hub-stop:
+	@$(HUB_NEEDS_ROOT)
+	@if [ -e $(HUB_UNIT) ]; then systemctl stop attention-hub; \
+	elif pid=$$(cat $(HUB_SUPERVISOR) 2>/dev/null) && kill $$pid 2>/dev/null; then \
+		echo "stopping the hub (supervisor $$pid)"; while kill -0 $$pid 2>/dev/null; do sleep 1; done; \
+	else echo "no hub is running from $(HUB_PREFIX)"; fi
+
+# The gradebook, grading/, the exchange's course folders and the class's home folders, in one
+# archive (root only): make hub-backup [BACKUP=file]; make hub-restore BACKUP=file [HUB_PREFIX=...]
+hub-backup:
+	@$(HUB_NEEDS_ROOT)
+	hub/backup.sh backup $(BACKUP)
+
+hub-restore:
+	@$(HUB_NEEDS_ROOT)
+	@test -n "$(BACKUP)" || { echo "usage: sudo make hub-restore BACKUP=file [HUB_PREFIX=...] [HUB_EXCHANGE=...]"; exit 2; }
+	hub/backup.sh restore "$(BACKUP)"
+
+# Remove what make hub installed: the service, the prefix (a backup is taken first, into
+# /var/backups), the course's folders in the exchange; the accounts and the two groups only with
+# ACCOUNTS=1. An environment outside the prefix (HUB_ENV) is left alone.
+hub-uninstall:
+	@$(HUB_NEEDS_ROOT)
+	-@$(MAKE) --no-print-directory hub-stop
+	@if [ -d $(HUB_PREFIX)/course/grading ]; then hub/backup.sh backup /var/backups/attention-hub-$$(date -u +%Y%m%dT%H%M%SZ).tar.gz; fi
+	@if [ -e $(HUB_UNIT) ]; then systemctl disable attention-hub; rm -f $(HUB_UNIT); systemctl daemon-reload; fi
+	@case "$(abspath $(HUB_PREFIX))" in /|/srv|/var|/var/tmp|/opt|/home|/usr|/root) echo "refusing to remove $(HUB_PREFIX)"; exit 2;; esac
+	rm -rf $(HUB_PREFIX) $(HUB_EXCHANGE)/attention-from-scratch
+	@if [ -n "$(ACCOUNTS)" ]; then $(PYTHON) hub/roster.py --remove-class; \
+	else echo "the class accounts are kept (remove them too: make hub-uninstall ACCOUNTS=1)"; fi
 
 lint: setup
 	$(BIN)/ruff check helpers tests solutions hub

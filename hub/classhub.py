@@ -22,6 +22,8 @@ import grp
 import json
 import os
 import pwd
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,13 +71,31 @@ def role_settings(role: str) -> dict[str, dict]:
     }
 
 
+TERMINAL_RC = """\
+# A JupyterLab terminal on the class hub (written by make hub): the usual interactive settings,
+# then the course environment first on PATH, so that nbgrader, python and make grade are the
+# course's. Not a login shell: /etc/profile would reset PATH to the system's.
+[ -r /etc/bash.bashrc ] && . /etc/bash.bashrc
+[ -r ~/.bashrc ] && . ~/.bashrc
+export PATH="{bin}:$PATH"
+"""
+
+
 def write_role_settings(folder: Path, role: str, exchange: Path | None = None,
-                        course: Path | None = None) -> Path:
+                        course: Path | None = None, env_bin: Path | None = None) -> Path:
     """Write ``role``'s settings into ``folder`` (a JUPYTER_CONFIG_PATH entry). With
     ``exchange``, an nbgrader_config.py that names the course and the exchange; for instructors
-    with ``course``, one that applies the course's own nbgrader settings from any folder."""
+    with ``course``, one that applies the course's own nbgrader settings from any folder. With
+    ``env_bin`` (the hub's environment), terminals start bash with that folder first on PATH."""
     folder = Path(folder)
-    for rel, content in role_settings(role).items():
+    settings = role_settings(role)
+    if env_bin is not None:
+        rc = folder / "terminal.bashrc"
+        folder.mkdir(parents=True, exist_ok=True)
+        rc.write_text(TERMINAL_RC.format(bin=env_bin))
+        settings["jupyter_server_config.json"]["ServerApp"]["terminado_settings"] = {
+            "shell_command": ["/bin/bash", "--rcfile", str(rc), "-i"]}
+    for rel, content in settings.items():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(content, indent=2) + "\n")
@@ -88,7 +108,11 @@ def write_role_settings(folder: Path, role: str, exchange: Path | None = None,
             lines += ["import sys",
                       f"sys.path.insert(0, {str(course)!r})",
                       "from helpers.grading.settings import configure",
-                      f"configure(c, exchange={str(exchange)!r})"]
+                      f"configure(c, exchange={str(exchange)!r})",
+                      "# several instructors share the course: nbgrader keeps its files group-writable",
+                      "c.CourseDirectory.groupshared = True",
+                      "# the formgrader's Collect and `nbgrader collect` take submissions from their owners",
+                      'c.ExchangeFactory.collect = "helpers.grading.exchange.OwnerCheckedCollect"']
         (folder / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
     return folder
 
@@ -107,6 +131,8 @@ class Settings:
     instructor_memory: str = "6G"
     instructor_cpus: float = 2.0
     cull_after_s: int = 3600
+    ssl_cert: Path | None = None  # HTTPS: the institution's certificate (chain) and its key, PEM
+    ssl_key: Path | None = None
 
     @classmethod
     def from_env(cls, environ=os.environ) -> Settings:
@@ -119,7 +145,9 @@ class Settings:
                    student_cpus=float(get("HUB_STUDENT_CPUS", cls.student_cpus)),
                    instructor_memory=get("HUB_INSTRUCTOR_MEMORY", cls.instructor_memory),
                    instructor_cpus=float(get("HUB_INSTRUCTOR_CPUS", cls.instructor_cpus)),
-                   cull_after_s=int(get("HUB_CULL_AFTER", cls.cull_after_s)))
+                   cull_after_s=int(get("HUB_CULL_AFTER", cls.cull_after_s)),
+                   ssl_cert=Path(get("HUB_SSL_CERT")) if get("HUB_SSL_CERT") else None,
+                   ssl_key=Path(get("HUB_SSL_KEY")) if get("HUB_SSL_KEY") else None)
 
     @property
     def env_dir(self) -> Path:
@@ -287,12 +315,16 @@ def make_spawner_class():
         def make_preexec_fn(self, name):
             switch_user = super().make_preexec_fn(name)
             cgroups, umask = list(self.cgroups), self.umask
+            # the server's own folder is where a new terminal opens: the course copy for instructors
+            folder = self.notebook_dir if os.path.isabs(self.notebook_dir) else None
 
             def preexec():
-                for folder in cgroups:  # still root here: join the user's cgroups, then switch
-                    (folder / "cgroup.procs").write_text(str(os.getpid()))
+                for group in cgroups:  # still root here: join the user's cgroups, then switch
+                    (group / "cgroup.procs").write_text(str(os.getpid()))
                 os.umask(umask)
-                switch_user()
+                switch_user()  # also changes into the home folder
+                if folder:
+                    os.chdir(folder)
 
             return preexec
 
@@ -330,6 +362,30 @@ def post_stop(spawner) -> None:
     remove_limits(spawner.user.name)
 
 
+# What instructors may do on the hub: its admin page (who is running; start and stop servers),
+# but not enter anyone's server. JupyterHub's admin role would add access:servers, which opens a
+# student's JupyterLab, files and terminal as that student.
+INSTRUCTOR_SCOPES = ["admin-ui", "list:users", "read:users", "read:users:activity", "read:servers",
+                     "servers", "list:groups", "read:groups"]
+
+
+def group_members(group: str) -> list[str]:
+    """The accounts in the Linux group ``group`` (listed in it, or as their primary group)."""
+    try:
+        entry = grp.getgrnam(group)
+    except KeyError:
+        return []
+    return sorted(set(entry.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == entry.gr_gid})
+
+
+def instructor_roles() -> list[dict]:
+    """JupyterHub roles: instructors get INSTRUCTOR_SCOPES, and nobody is the hub's full admin
+    (an admin flag left in the hub's database by an earlier setup is revoked at start)."""
+    return [{"name": "instructor", "description": "the class's instructors: no access to servers",
+             "scopes": INSTRUCTOR_SCOPES, "users": group_members(INSTRUCTORS)},
+            {"name": "admin", "users": []}]
+
+
 def configure(c, settings: Settings) -> None:
     """The whole hub configuration for the class (``jupyterhub_config.py`` calls this)."""
     env = settings.env_dir
@@ -345,10 +401,17 @@ def configure(c, settings: Settings) -> None:
     c.ConfigurableHTTPProxy.command = [str(settings.path("proxy") / "node_modules" / ".bin" /
                                            "configurable-http-proxy")]
     c.ConfigurableHTTPProxy.pid_file = str(settings.state / "proxy.pid")
+    if settings.ssl_cert or settings.ssl_key:  # HTTPS, served by the proxy
+        missing = [f"{name}={path}" for name, path in (("HUB_SSL_CERT", settings.ssl_cert),
+                                                       ("HUB_SSL_KEY", settings.ssl_key))
+                   if not path or not path.is_file()]
+        if missing:
+            raise ValueError(f"HTTPS needs both the certificate and its key as PEM files; not found: "
+                             f"{', '.join(missing)}")
+        c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = str(settings.ssl_cert), str(settings.ssl_key)
     # Logins: the Linux accounts of the roster (hub/roster.py), checked by PAM.
     c.JupyterHub.authenticator_class = "jupyterhub.auth.PAMAuthenticator"
     c.PAMAuthenticator.allowed_groups = {STUDENTS, INSTRUCTORS}
-    c.PAMAuthenticator.admin_groups = {INSTRUCTORS}
     c.PAMAuthenticator.open_sessions = False  # no systemd-logind session per server
     # Servers: JupyterLab from the one shared environment, as the user.
     c.JupyterHub.spawner_class = make_spawner_class()
@@ -358,17 +421,20 @@ def configure(c, settings: Settings) -> None:
     c.Spawner.post_stop_hook = post_stop
     c.Spawner.start_timeout = 300  # a whole class logging in at once on a small machine
     c.Spawner.http_timeout = 300
-    # The idle culler stops servers nobody has used for cull_after_s.
+    # The idle culler stops servers nobody has used for cull_after_s. It goes with the hub: a hub
+    # that is killed (a crash, kill -9) would otherwise leave it running, and the next start would
+    # add a second one.
+    with_the_hub = ["setpriv", "--pdeathsig", "TERM"] if shutil.which("setpriv") else []
     c.JupyterHub.services = [{
         "name": "idle-culler",
-        "command": [str(env / "bin" / "python"), "-m", "jupyterhub_idle_culler",
+        "command": [*with_the_hub, str(env / "bin" / "python"), "-m", "jupyterhub_idle_culler",
                     f"--timeout={settings.cull_after_s}", "--cull-every=300"],
     }]
     c.JupyterHub.load_roles = [{
         "name": "idle-culler",
         "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
         "services": ["idle-culler"],
-    }]
+    }, *instructor_roles()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -381,9 +447,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exchange", type=Path, help="nbgrader's exchange (students and instructors)")
     parser.add_argument("--course", type=Path, help="the instructors' copy of the course")
     args = parser.parse_args(argv)
+    hub_bin = Path(sys.prefix) / "bin"  # install.sh runs this with the hub's environment
     for role in ROLE_TOOLS:
-        write_role_settings(args.folder / role, role, None if role == "learner" else args.exchange,
-                            args.course)
+        on_hub = role != "learner" and args.exchange is not None
+        write_role_settings(args.folder / role, role, args.exchange if on_hub else None, args.course,
+                            hub_bin if on_hub else None)
     return 0
 
 

@@ -7,10 +7,11 @@
 #   jupyter/  each role's Jupyter settings (what of nbgrader a student or instructor sees)
 #   course/   the instructors' copy of the course: solutions, gradebook (group attention-instructors)
 # Idempotent: dependencies are installed again only when pyproject.toml or hub/requirements.txt
-# change; the course's own files are refreshed every time. The container image of the
+# change; the course's own files are refreshed every time, except those instructors have changed
+# in the course copy (kept, and listed). The container image of the
 # Kubernetes deployment (hub/z2jh/Dockerfile) runs this same script with COURSE_COPY=no PROXY=no.
 #
-#   hub/install.sh [PREFIX]    environment: HUB_PYTHON, HUB_ENV, HUB_EXCHANGE, COURSE_COPY, PROXY
+#   hub/install.sh [PREFIX]    environment: HUB_PYTHON, HUB_ENV, HUB_EXCHANGE, HUB_ROSTER, COURSE_COPY, PROXY
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 PREFIX="${1:-${HUB_PREFIX:-/srv/attention-from-scratch}}"
@@ -68,16 +69,48 @@ chmod -R a+rX,go-w "$PREFIX/data"
 # 4. The nbgrader exchange: everyone writes, nbgrader sets each course folder's own modes.
 mkdir -p "$EXCHANGE"
 chmod 1777 "$EXCHANGE"
+if [ "${COURSE_COPY:-yes}" = yes ]; then
+    # The course's folders belong to all instructors (nbgrader's groupshared layout), whoever
+    # releases first: any of them can release, collect and return feedback. inbound/: students
+    # hand in (write, no listing), instructors read; sticky, so no student renames or removes
+    # another's submission.
+    getent group attention-instructors >/dev/null || groupadd --system attention-instructors
+    course_ex="$EXCHANGE/attention-from-scratch"
+    mkdir -p "$course_ex/outbound" "$course_ex/inbound" "$course_ex/feedback"
+    chgrp attention-instructors "$course_ex" "$course_ex/outbound" "$course_ex/inbound" "$course_ex/feedback"
+    chmod 2775 "$course_ex" "$course_ex/outbound"
+    chmod 3773 "$course_ex/inbound"
+    chmod 2771 "$course_ex/feedback"
+fi
 
 # 5. The instructors' copy of the course (everything but the learner's and grader's own state).
 if [ "${COURSE_COPY:-yes}" = yes ]; then
     getent group attention-instructors >/dev/null || groupadd --system attention-instructors
-    mkdir -p "$PREFIX/course"
+    mkdir -p "$PREFIX/course" "$PREFIX/state"
+    chmod 700 "$PREFIX/state"
+    # Never the roster (first passwords): neither the one given (HUB_ROSTER) nor a CSV at the top.
+    roster_rel=""
+    case "${HUB_ROSTER:-}" in "$REPO"/*) roster_rel="./${HUB_ROSTER#"$REPO"/}" ;; esac
+    # The course as this checkout ships it goes to course/.shipped; a file of the course copy is
+    # replaced only where no instructor changed it since the last install (hub/coursecopy.py).
+    shipped="$PREFIX/course/.shipped"
+    rm -rf "$shipped"
+    mkdir -p "$shipped"
     tar -C "$REPO" --exclude=./.venv --exclude=./.git --exclude=./grading --exclude=./build \
         --exclude=./submitted --exclude='*.egg-info' --exclude=__pycache__ --exclude=.pytest_cache \
-        --exclude=.ruff_cache -cf - . | tar -C "$PREFIX/course" -xf -
+        --exclude=.ruff_cache ${roster_rel:+--exclude="$roster_rel"} \
+        --no-wildcards-match-slash --exclude='./*.csv' -cf - . | tar -C "$shipped" -xf -
+    "$ENV_DIR/bin/python" "$REPO/hub/coursecopy.py" "$shipped" "$PREFIX/course" "$PREFIX/state/course-manifest.json"
+    if [ -n "$roster_rel" ] && [ -e "$PREFIX/course/$roster_rel" ]; then
+        rm -f "$PREFIX/course/$roster_rel"
+        say "removed the roster that an earlier install had copied into the course: $PREFIX/course/${roster_rel#./}"
+    fi
     ln -sfn "$ENV_DIR" "$PREFIX/course/.venv"
     mkdir -p "$PREFIX/course/grading"
+    # SQLite makes a new database 0644 whatever the umask: made here, it is the group's from the start
+    for shared in gradebook.db .grading.lock; do
+        [ -e "$PREFIX/course/grading/$shared" ] || : > "$PREFIX/course/grading/$shared"
+    done
     chgrp -R attention-instructors "$PREFIX/course"
     chmod -R u+rwX,g+rwX,o-rwx "$PREFIX/course"
     find "$PREFIX/course" -type d -exec chmod g+s {} +

@@ -1,6 +1,7 @@
 """Linux accounts for a class, from a roster CSV; run as root (``make hub`` does).
 
     python hub/roster.py ROSTER.csv [--passwords FILE] [--dry-run]
+    python hub/roster.py --remove-class      # make hub-uninstall ACCOUNTS=1: every class account
 
 The roster has a header row and the columns ``username`` and ``role`` (``student`` or
 ``instructor``), optionally ``name`` and ``password``. For each row the account is created
@@ -82,12 +83,12 @@ def read_roster(path: Path) -> list[Member]:
     return members
 
 
-def _run(cmd: list[str], stdin: str | None = None, dry_run: bool = False) -> None:
+def _run(cmd: list[str], stdin: str | None = None, dry_run: bool = False, check: bool = True) -> None:
     if dry_run:
         print("would run:", " ".join(cmd))
         return
     proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
-    if proc.returncode:
+    if proc.returncode and check:
         raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
 
 
@@ -153,8 +154,37 @@ def apply(members: list[Member], passwords: Path = DEFAULT_PASSWORDS, dry_run: b
     return report
 
 
+def remove_class(dry_run: bool = False) -> list[str]:
+    """Delete every account of the two class groups (home folders included), then the groups."""
+    if os.geteuid() != 0 and not dry_run:
+        raise PermissionError("removing accounts needs root: sudo make hub-uninstall ACCOUNTS=1")
+    members = sorted(_group_members(STUDENTS) | _group_members(INSTRUCTORS)
+                     | {p.pw_name for p in pwd.getpwall() for g in ROLES.values()
+                        if _exists_group(g) and p.pw_gid == grp.getgrnam(g).gr_gid})
+    for user in members:
+        _run(["pkill", "-KILL", "-u", user], dry_run=dry_run, check=False)
+        _run(["userdel", "--remove", user], dry_run=dry_run)
+    for group in ROLES.values():
+        if _exists_group(group):
+            _run(["groupdel", group], dry_run=dry_run)
+    return members
+
+
+def _exists_group(group: str) -> bool:
+    try:
+        grp.getgrnam(group)
+        return True
+    except KeyError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Linux accounts for a class, from a roster CSV.")
+    if "--remove-class" in (argv if argv is not None else sys.argv[1:]):
+        removed = remove_class()
+        print(f"removed the class accounts ({len(removed)}): {', '.join(removed) or 'none'}, "
+              "and the groups attention-students, attention-instructors")
+        return 0
     parser.add_argument("roster", type=Path)
     parser.add_argument("--passwords", type=Path, default=DEFAULT_PASSWORDS,
                         help="where new accounts' first passwords are appended (root only)")

@@ -236,10 +236,28 @@ def test_a_hold_for_review_is_explained_to_the_student_and_taken_back_in_one_com
     assert restored == FULL  # its answers are right; the hook changed no result
 
 
-def test_regrading_one_student_leaves_the_others_alone(course):
+def _table(path: Path) -> list[dict]:
+    return list(csv.DictReader(path.open()))
+
+
+def _without(rows: list[dict], student: str) -> list[tuple]:
+    """The mistakes table's rows with ``student`` left out of each."""
+    return sorted((r["grade_cell"], r["mistake"], " ".join(s for s in r["students"].split() if s != student))
+                  for r in rows if r["students"].split() != [student])
+
+
+def test_regrading_one_student_leaves_the_others_alone_and_the_class_tables_whole(course, formgrader):
     root, subs, _, _ = course
+    # the blank notebook's free-text answer gets a point by hand; then the student sends it again, done
+    blank = next(n for n in formgrader(f"/formgrader/api/submitted_notebooks/{LESSON}/{LESSON}")
+                 if n["student"] == "blank")
+    essay = next(g for g in formgrader(f"/formgrader/api/grades?submission_id={blank['id']}")
+                 if g["name"] == "why_rows")
+    formgrader(f"/formgrader/api/grade/{essay['id']}", "PUT", {"manual_score": 1})
     with records.gradebook(root) as gb:
         before = {s: records.total(gb, LESSON, s) for s in ("alice", "habits", "blank")}
+        class_size = len(gb.assignment_submissions(LESSON))
+    mistakes_before = _table(root / f"mistakes_{LESSON}.csv")
     stamp = (root / "autograded" / "alice" / LESSON / f"{LESSON}.ipynb").stat().st_mtime
     _write(subs, "blank", fill_notebook(LESSON, solution_answers(LESSON)))  # sends it again, done
     report = grade_class(LESSON, subs, root, workers=1, timeout=60, only=["blank"])
@@ -248,6 +266,52 @@ def test_regrading_one_student_leaves_the_others_alone(course):
         after = {s: records.total(gb, LESSON, s) for s in ("alice", "habits")}
     assert after == {s: before[s] for s in after}
     assert (root / "autograded" / "alice" / LESSON / f"{LESSON}.ipynb").stat().st_mtime == stamp
+    # the class's tables still count the whole class, each student once per row
+    kinds = ("full", "partial", "wrong", "blank", "by hand", "unreadable", "zeroed", "not graded")
+    for row in _table(root / f"summary_{LESSON}.csv"):
+        assert sum(int(row[k]) for k in kinds) == class_size == 7, row
+    assert _without(_table(root / f"mistakes_{LESSON}.csv"), "blank") == _without(mistakes_before, "blank")
+    # the hand grade was given on a blank answer that has changed since: kept, and flagged for grading again
+    with records.gradebook(root) as gb:
+        grade = gb.find_grade("why_rows", LESSON, LESSON, "blank")
+        assert grade.manual_score == 1 and grade.needs_manual_grade
+    listed = formgrader(f"/formgrader/api/submitted_notebooks/{LESSON}/{LESSON}")
+    notebooks = {n["student"]: n for n in listed}
+    assert notebooks["blank"]["flagged"] and notebooks["blank"]["needs_manual_grade"]
+    comments = formgrader(f"/formgrader/api/comments?submission_id={blank['id']}")
+    notes = {c["name"]: c["auto_comment"] for c in comments}
+    assert notes["why_rows"].startswith(records.HAND_GRADE_CHANGED)
+    assert "blank: the answer to why_rows changed since it was graded by hand" in "\n".join(report.lines())
+    page = (root / "feedback" / "blank" / LESSON / f"{LESSON}.html").read_text()
+    assert records.HAND_GRADE_CHANGED not in page  # a note for the instructor only
+
+
+def test_a_flagged_hand_grade_waits_until_the_instructor_grades_it_again(course, formgrader):
+    root, subs, _, _ = course
+    report = grade_class(LESSON, subs, root, workers=1, timeout=60, only=["blank"])  # sent as before
+    assert report.hand_grades == {"blank": ["why_rows"]}, "still waiting: named again"
+    blank = next(n for n in formgrader(f"/formgrader/api/submitted_notebooks/{LESSON}/{LESSON}")
+                 if n["student"] == "blank")
+    essay = next(g for g in formgrader(f"/formgrader/api/grades?submission_id={blank['id']}")
+                 if g["name"] == "why_rows")
+    formgrader(f"/formgrader/api/grade/{essay['id']}", "PUT", {"manual_score": 2})  # graded again
+    report = grade_class(LESSON, subs, root, workers=1, timeout=60, only=["blank"])
+    assert report.hand_grades == {}
+    with records.gradebook(root) as gb:
+        grade = gb.find_grade("why_rows", LESSON, LESSON, "blank")
+        assert grade.manual_score == 2 and not grade.needs_manual_grade
+        note = gb.find_comment("why_rows", LESSON, LESSON, "blank").auto_comment or ""
+        assert not note.startswith(records.HAND_GRADE_CHANGED)
+
+
+def test_a_hand_grade_on_an_unchanged_answer_stays_as_it_was(course):
+    """alice's free-text answer got 2 points by hand; graded again as it was, nothing is flagged."""
+    root, subs, _, _ = course
+    report = grade_class(LESSON, subs, root, workers=1, timeout=60, only=["alice"])
+    with records.gradebook(root) as gb:
+        grade = gb.find_grade("why_rows", LESSON, LESSON, "alice")
+        assert grade.manual_score == 2 and not grade.needs_manual_grade
+    assert "alice" not in report.hand_grades and "graded by hand" not in "\n".join(report.lines())
 
 
 def test_an_earlier_score_is_never_replaced_by_a_could_not_be_graded_zero(course):

@@ -1,14 +1,17 @@
 """The class hub's accounts and limits: a roster is checked line by line before anything is
 created, running it twice changes nothing, a role change moves the account between the two
 groups, first passwords stay with root; per-user memory and CPU caps are written where the
-kernel's cgroups expect them (v1 and v2 trees, faked in a folder)."""
+kernel's cgroups expect them (v1 and v2 trees, faked in a folder); `make hub` refuses a roster,
+solutions or course copy other accounts can read, naming the command that fixes it."""
 
 import grp
 import os
 import pwd
 import subprocess
+from pathlib import Path
 
 import classhub
+import private
 import pytest
 import roster
 from conftest import ROOT, free_port
@@ -143,3 +146,148 @@ def test_two_servers_starting_together_never_share_a_port():
         stuck.take(tries=5)
     real = classhub.PortBook(free_port)
     assert len({real.take() for _ in range(20)}) == 20
+
+
+# ------------------------------------------------------------------ instructors' files stay private
+
+@pytest.fixture
+def open_place():
+    """A folder every account can pass through, as a root clone in /srv or /opt is."""
+    import shutil
+
+    place = Path("/var/tmp/afs-private-test")
+    shutil.rmtree(place, ignore_errors=True)
+    place.mkdir(mode=0o755)
+    yield place
+    shutil.rmtree(place, ignore_errors=True)
+
+
+def test_a_roster_others_can_read_is_refused_with_the_fix(open_place):
+    roster_file = open_place / "class.csv"
+    roster_file.write_text("username,role,password\nada,instructor,secret\n")
+    roster_file.chmod(0o644)
+    (problem,) = private.problems(roster_file)
+    assert "-rw-r--r--" in problem and problem.endswith(f"Fix: chmod 600 {roster_file}")
+    roster_file.chmod(0o640)
+    assert private.problems(roster_file), "a group can read it too"
+    roster_file.chmod(0o600)
+    assert private.problems(roster_file) == []
+
+
+def test_solutions_others_can_read_are_refused_and_the_named_command_fixes_it(open_place):
+    solutions = open_place / "checkout" / "solutions"
+    (solutions / "02_attention_lookup").mkdir(parents=True)
+    (solutions / "02_attention_lookup" / "02_attention_lookup.py").write_text("### BEGIN HIDDEN TESTS\n")
+    for folder in (open_place / "checkout", solutions, solutions / "02_attention_lookup"):
+        folder.chmod(0o755)
+    (problem,) = private.problems(None, [solutions])
+    assert problem.startswith(f"{solutions} can be read by others")
+    fix = problem.split("Fix: ")[1]
+    assert fix == f"chmod -R go-rwx {solutions}"
+    subprocess.run(fix.split(), check=True)
+    assert private.problems(None, [solutions]) == []
+    (solutions / "02_attention_lookup" / "02_attention_lookup.py").chmod(0o644)
+    assert private.problems(None, [solutions]) == [], "a closed folder keeps the file inside private"
+    (open_place / "checkout").chmod(0o700)
+    solutions.chmod(0o755)
+    assert private.problems(None, [solutions]) == [], "a clone under a private folder is private"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a real group with a student in it needs root")
+def test_a_course_copy_is_private_to_the_instructors_group_only(open_place):
+    course = open_place / "course"
+    (course / "solutions").mkdir(parents=True)
+    (course / "solutions" / "x.py").write_text("hidden")
+    subprocess.run(["groupadd", "-f", classhub.INSTRUCTORS], check=True)
+    subprocess.run(["groupadd", "-f", "afs-priv-mixed"], check=True)
+    subprocess.run(["useradd", "--no-create-home", "-G", "afs-priv-mixed", "afs-priv-student"],
+                   capture_output=True)
+    try:
+        subprocess.run(["chgrp", "-R", classhub.INSTRUCTORS, str(course)], check=True)
+        subprocess.run(["chmod", "-R", "u=rwX,g=rwX,o=", str(course)], check=True)
+        assert private.problems(None, [course]) == []
+        subprocess.run(["chgrp", "-R", "afs-priv-mixed", str(course)], check=True)
+        (problem,) = private.problems(None, [course])
+        assert "can be read by group afs-priv-mixed" in problem, problem
+    finally:
+        subprocess.run(["userdel", "afs-priv-student"], capture_output=True)
+        subprocess.run(["groupdel", "afs-priv-mixed"], capture_output=True)
+
+
+def test_a_new_install_keeps_what_instructors_changed_in_the_course_copy(tmp_path, capsys):
+    import coursecopy
+
+    new, course, manifest = tmp_path / "new", tmp_path / "course", tmp_path / "state" / "manifest.json"
+    for rel, text in {"solutions/a.py": "a1", "solutions/b.py": "b1", "helpers/c.py": "c1"}.items():
+        (new / rel).parent.mkdir(parents=True, exist_ok=True)
+        (new / rel).write_text(text)
+    assert sorted(coursecopy.refresh(new, course, manifest)["added"]) == ["helpers/c.py", "solutions/a.py",
+                                                                          "solutions/b.py"]
+    assert oct(manifest.stat().st_mode & 0o777) == "0o600"
+    (course / "solutions" / "a.py").write_text("a1 with the instructor's extra hidden test")
+    (course / "helpers" / "c.py").unlink()
+    (course / "notes.md").write_text("mine")
+    for rel in ("solutions/a.py", "solutions/b.py", "helpers/c.py"):
+        (new / rel).write_text(rel + " v2")
+    coursecopy.main([str(new), str(course), str(manifest)])
+    said = capsys.readouterr().out
+    assert (course / "solutions" / "a.py").read_text() == "a1 with the instructor's extra hidden test"
+    assert ("kept the instructors' edit of solutions/a.py; the course's new version: "
+            f"{new / 'solutions/a.py'}") in said
+    assert (course / "solutions" / "b.py").read_text() == "solutions/b.py v2", "an untouched file is updated"
+    assert not (course / "helpers" / "c.py").exists() and "kept helpers/c.py deleted" in said
+    assert (course / "notes.md").read_text() == "mine"
+    again = coursecopy.refresh(new, course, manifest)
+    assert again["kept"] == ["solutions/a.py"] and not again["updated"], "an edit stays an edit"
+    (course / "solutions" / "a.py").write_text("solutions/a.py v2")  # the instructor takes the new one
+    assert coursecopy.refresh(new, course, manifest)["kept"] == []
+    (new / "solutions" / "a.py").write_text("v3")
+    assert coursecopy.refresh(new, course, manifest)["updated"] == ["solutions/a.py"]
+
+
+def test_a_course_copy_from_before_the_manifest_keeps_every_difference(tmp_path):
+    import coursecopy
+
+    new, course = tmp_path / "new", tmp_path / "course"
+    for folder, text in ((new, "shipped"), (course, "edited long ago")):
+        folder.mkdir()
+        (folder / "x.py").write_text(text)
+    report = coursecopy.refresh(new, course, tmp_path / "manifest.json")
+    assert report["kept"] == ["x.py"] and (course / "x.py").read_text() == "edited long ago"
+
+
+def test_the_supervisor_starts_a_killed_hub_again_and_stops_it_when_asked(tmp_path):
+    import signal
+    import sys
+    import time
+
+    pidfile, log = tmp_path / "supervisor.pid", tmp_path / "hub.log"
+    child = tmp_path / "child.pid"
+    command = ["sh", "-c", f"echo $$ > {child}; exec sleep 300"]
+    started = subprocess.run([sys.executable, str(ROOT / "hub" / "supervise.py"), "--pidfile", str(pidfile),
+                              "--log", str(log), "--background", "--", *command],
+                             capture_output=True, text=True, timeout=30)
+    assert started.returncode == 0 and "make hub-stop" in started.stdout, started
+
+    def wait_for(check, what):
+        for _ in range(100):
+            if check():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"{what}; log:\n{log.read_text() if log.exists() else ''}")
+
+    wait_for(lambda: child.exists() and child.read_text().strip(), "the hub never started")
+    supervisor, first = int(pidfile.read_text()), int(child.read_text())
+    again = subprocess.run([sys.executable, str(ROOT / "hub" / "supervise.py"), "--pidfile", str(pidfile),
+                            "--", *command], capture_output=True, text=True, timeout=30)
+    assert again.returncode == 2 and "already running" in again.stderr
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: child.read_text().strip() and int(child.read_text()) != first, "not started again")
+    assert "the hub ended by itself (status -9)" in log.read_text()
+    os.kill(supervisor, signal.SIGHUP)  # an SSH connection that drops
+    time.sleep(0.3)
+    os.kill(supervisor, 0)
+    os.kill(supervisor, signal.SIGTERM)
+    wait_for(lambda: not pidfile.exists(), "the supervisor did not stop")
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(child.read_text()), 0)

@@ -16,10 +16,13 @@ each worker grades its share of the class in a course root of its own (a copy of
 and one process merges the workers' grades back (``helpers.grading.records``).
 
 Nothing is lost: before grading, one kernel runs the lesson's setup cell exactly as grading will,
-and if the machinery fails there or during the run, grading stops with exit status 2 and no
-score is changed. A submission that cannot be graded (not a notebook, another lesson's) is named
-with the reason, gets a feedback page saying why and a recorded zero — unless the student
-already has a score, which stays.
+with every import of the hidden tests and a check that it imports this course's ``helpers``
+(``helpers.grading.environment``); if the machinery fails there or during the run (the same
+failure three submissions in a row, the hidden tests failing on a line of their own), grading
+stops with exit status 2 and no score is changed. A hand grade on an answer that has changed
+since is kept and flagged for grading again. A submission that cannot be graded (not a notebook,
+another lesson's) is named with the reason, gets a feedback page saying why and a recorded
+zero — unless the student already has a score, which stays.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import nbformat
 from traitlets.config import Config
 
 from ..build import ROOT
-from . import records, sandbox
+from . import exchange, hidden_tests, records, sandbox
 from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS, GradingMachineryError, is_cap_marker
 from .settings import COURSE_ROOT, configure, offline_feedback
 from .submissions import DEFAULT_PATTERN, DuplicateStudentError, import_submissions
@@ -66,6 +69,9 @@ class ClassReport:
     machinery: str = ""  # why the grading machinery stopped, if it did
     not_reached: list[str] = field(default_factory=list)  # left ungraded when the machinery stopped
     mistakes: list[str] = field(default_factory=list)  # per exercise, the mistakes most made
+    own_failures: dict[str, list[str]] = field(default_factory=dict)  # student -> hidden tests failing alone
+    hand_grades: dict[str, list[str]] = field(default_factory=dict)  # student -> hand grades to redo
+    platforms: list[str] = field(default_factory=list)  # the learning platforms' import files
 
     def lines(self) -> list[str]:
         n = len(self.graded) + len(self.failed)
@@ -85,6 +91,12 @@ class ClassReport:
         out += [f"  {s}: the kernel died in {', '.join(cells)} and was restarted (those cells score 0)"
                 for s, cells in sorted(self.crashed.items())]
         out += [f"  {s}: ran into the {'; the '.join(hits)}" for s, hits in sorted(self.limited.items())]
+        out += [f"  {s}: the hidden tests failed on a line of their own, not on the answer, in "
+                f"{'; '.join(why)} — not counted as a mistake; those cells score 0 until graded again"
+                for s, why in sorted(self.own_failures.items())]
+        out += [f"  {s}: the answer to {', '.join(cells)} changed since it was graded by hand: the hand "
+                f"grade is kept and flagged for grading again in the formgrader"
+                for s, cells in sorted(self.hand_grades.items())]
         out += [f"  {line}" for line in self.imported]
         if self.mistakes:
             out.append("  what the class got wrong (mistakes_" + self.lesson + ".csv, .png):")
@@ -97,6 +109,7 @@ class ClassReport:
                 mark = "ZEROED " if student in self.zeroed else ""
                 out += [f"    {mark}{student}: {f.severity} {f.kind} in {f.cell}: {f.detail}"
                         for f in findings]
+        out += [f"  {line}" for line in self.platforms]
         return out
 
 
@@ -161,10 +174,15 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
     api = course_api(root, timeout, hide=hide, sandboxed=sandboxed, warm=warm)
     outcome: dict[str, str] = {}
     streak: list[str] = []  # the last students who failed, all for the same reason
+    own = _OwnStreak(lesson, Path(root), min(REPEATED_FAILURES, len(students)))
     for student in students:
         result = api.autograde(lesson, student, force=True, create=True)
         if result["success"]:
             outcome[student], streak = "", []
+            if own.add(student):
+                for s in own.students:
+                    del outcome[s]  # the hidden tests failed, not the students: nothing recorded
+                return {"outcome": outcome, "machinery": own.reason()}
             continue
         text = f"{result.get('error', '')}\n{result.get('log', '')}"
         if GradingMachineryError.__name__ in text:
@@ -181,6 +199,38 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
 
 
 REPEATED_FAILURES = 3
+
+
+class _OwnStreak:
+    """The last submissions in a row whose hidden tests failed on a line of their own, the same
+    way (``helpers.grading.hidden_tests``). A submission that never reached that line (a blank
+    answer stops its cell first) neither counts nor breaks the row; one that ran it breaks it."""
+
+    def __init__(self, lesson: str, root: Path, limit: int):
+        self.lesson, self.root, self.limit = lesson, root, limit
+        self.students: list[str] = []
+        self.failure = None
+
+    def add(self, student: str) -> bool:
+        """Record ``student``'s graded notebook; whether the row is long enough to stop."""
+        path = self.root / "autograded" / student / self.lesson / f"{self.lesson}.ipynb"
+        if not path.exists():
+            return False
+        nb = nbformat.read(path, as_version=4)
+        failures = list(hidden_tests.own_failures(nb, self.lesson).values())
+        same = [f for f in failures if self.failure is not None and f.key == self.failure.key]
+        if same:
+            self.students.append(student)
+        elif failures:
+            self.students, self.failure = [student], failures[0]
+        elif self.failure is not None and hidden_tests.ran_without_error(nb, self.failure.statement):
+            self.students, self.failure = [], None
+        return bool(self.students) and len(self.students) >= self.limit
+
+    def reason(self) -> str:
+        return (f"{len(self.students)} submissions in a row failed on a line of the hidden tests "
+                f"themselves, which no answer changes: {self.failure} — the grading environment or "
+                f"the lesson's hidden tests are broken, not the students' work")
 
 
 def _student_caused(reason: str) -> bool:
@@ -271,23 +321,38 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int, tim
                                                          stderr=log, text=True)))
     outcome: dict[str, str] = {}
     stopped = ""
+    results = []
     for wroot, share, proc in procs:
         out, _ = proc.communicate()
         try:
-            result = json.loads(out.strip().splitlines()[-1])
+            results.append((wroot, share, json.loads(out.strip().splitlines()[-1])))
         except (ValueError, IndexError):
             err = (wroot / "worker.log").read_text(errors="replace")
             tail = " ".join(err.strip().splitlines()[-3:])[:400]
             stopped = stopped or f"a grading worker crashed ({tail or 'no output'})"
             continue
-        stopped = stopped or result["machinery"]
+        stopped = stopped or results[-1][2]["machinery"]
+    for wroot, share, result in results:
+        if stopped:  # the machinery failed: what the hidden tests failed on by themselves is not kept
+            for student in [s for s in share if result["outcome"].get(s) == ""]:
+                graded_nb = wroot / "autograded" / student / lesson / f"{lesson}.ipynb"
+                if graded_nb.exists() and hidden_tests.own_failures(graded_nb, lesson):
+                    del result["outcome"][student]
         outcome.update(result["outcome"])
         done = [s for s in share if result["outcome"].get(s) == ""]
+        hand = {s: records.hand_graded(root, lesson, s) for s in done}
+        waiting = {s: records.hand_grades_to_review(root, lesson, s) for s in done if hand[s]}
         records.merge(lesson, wroot, root, done)
         for student in done:
             dest = root / "autograded" / student / lesson
+            # the copy the hand grades were given on, before it is replaced
+            changed = records.changed_answers(lesson, dest / f"{lesson}.ipynb",
+                                              wroot / "autograded" / student / lesson / f"{lesson}.ipynb",
+                                              hand[student])
             shutil.rmtree(dest, ignore_errors=True)
             shutil.copytree(wroot / "autograded" / student / lesson, dest)
+            if hand[student]:  # flagged before and not graded again since: still waiting
+                records.review_hand_grades(root, lesson, student, sorted({*changed, *waiting[student]}))
     return outcome, stopped
 
 
@@ -342,11 +407,15 @@ def fake_class(lesson: str, folder: Path, n: int, broken: dict[str, str] | None 
 
 def preflight(lesson: str, root: Path = COURSE_ROOT, timeout: int | None = None,
               sandboxed: bool = True, warm: bool = True) -> None:
-    """Start one graded kernel, exactly as grading will, on the released lesson's setup cells.
+    """Start one graded kernel, exactly as grading will, on the released lesson's setup cells;
+    in it, run every import the lesson's hidden tests make and check that the course package it
+    imports is this course's (``helpers.grading.environment``).
 
     Raises ``GradingMachineryError`` with the real error when that fails (no kernel, a broken
-    sandbox, a missing library): then nothing is graded and no score is touched.
+    sandbox, a missing library, an environment set up for another checkout): then nothing is
+    graded and no score is touched.
     """
+    from . import environment
     from .execute import GuardedExecute, stop_servers
 
     released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
@@ -355,6 +424,8 @@ def preflight(lesson: str, root: Path = COURSE_ROOT, timeout: int | None = None,
     nb = nbformat.read(released, as_version=4)
     first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells = nb.cells[: first + 1]  # the setup cell: the imports every graded cell relies on
+    imports = hidden_tests.imports(lesson, root)
+    nb.cells.append(nbformat.v4.new_code_cell(environment.probe_code(list(imports))))
     nb.cells.append(nbformat.v4.new_code_cell("print('ready')"))
     api = course_api(root, timeout, sandboxed=sandboxed, warm=warm)
     work = Path(root).resolve() / ".preflight" / lesson
@@ -370,6 +441,14 @@ def preflight(lesson: str, root: Path = COURSE_ROOT, timeout: int | None = None,
     if "ready" not in out:
         raise GradingMachineryError("a grading kernel ran the setup cell but not the next one: "
                                     f"{nb.cells[-1].get('outputs')}")
+    found = environment.read_probe("".join(o.get("text", "") for o in nb.cells[-2].get("outputs", [])))
+    if found is None:
+        raise GradingMachineryError("a grading kernel could not describe its environment: "
+                                    f"{nb.cells[-2].get('outputs')}")
+    wrong = environment.problems(found, imports)
+    if wrong:
+        raise GradingMachineryError("the grading environment is not this course's:\n  - "
+                                    + "\n  - ".join(wrong))
 
 
 def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, workers: int = 2,
@@ -384,6 +463,7 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
     ``GradingMachineryError`` before touching anything when a graded kernel cannot start.
     """
     from .integrity import explain, is_tampering, scan_class, summarise, write_report
+    from .platforms import export as write_platform_files
 
     start = time.perf_counter()
     root = Path(root).resolve()
@@ -444,7 +524,8 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
         for student in graded_now:
             report.graded[student] = records.total(gb, lesson, student)
     for student in graded_now:
-        events = cell_events(root / "autograded" / student / lesson / f"{lesson}.ipynb")
+        graded_nb = root / "autograded" / student / lesson / f"{lesson}.ipynb"
+        events = cell_events(graded_nb)
         if "time limit" in events:
             report.interrupted[student] = events.pop("time limit")
         if "kernel died" in events:
@@ -452,30 +533,27 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
         if events:
             report.limited[student] = [f"{event} in {', '.join(cells)}"
                                        for event, cells in sorted(events.items())]
+        own = hidden_tests.own_failures(graded_nb, lesson) if graded_nb.exists() else {}
+        if own:
+            report.own_failures[student] = [f"{cell} ({why})" for cell, why in own.items()]
+        waiting = records.hand_grades_to_review(root, lesson, student)
+        if waiting:
+            report.hand_grades[student] = waiting
     if feedback:
         write_feedback(lesson, root, graded_now)
         for student, why in report.failed.items():
             not_graded_page(lesson, root, student, why, kept=student in report.kept)
-    status = {s: "graded" for s in [*report.graded, *report.kept]} | \
+    # The whole class, not only this run's students: a one-student regrade rewrites every row,
+    # and a student the run did not reach counts with the score kept from before.
+    everyone = records.class_status(root, lesson)
+    status = everyone | {s: "graded" for s in [*report.graded, *report.kept]} | \
         {s: "zeroed" for s in report.zeroed} | \
         {s: "unreadable" for s in report.failed if s not in report.kept} | \
-        {s: "not graded" for s in report.not_reached}
+        {s: "not graded" for s in report.not_reached if s not in everyone}
     report.mistakes = export(lesson, root, status)
+    report.platforms = write_platform_files(lesson, root)  # Moodle, Canvas, Blackboard gradebook imports
     report.seconds = time.perf_counter() - start
     return report
-
-
-def collect(lesson: str, root: Path = COURSE_ROOT) -> Path:
-    """Collect the lesson's submissions from nbgrader's exchange (a class hub) into
-    ``root/collected/<student>/<lesson>/``, nbgrader's layout, ready for ``grade_class``. A
-    student who submitted several times is collected once, with the latest submission."""
-    api = course_api(root)
-    api.coursedir.submitted_directory = "collected"
-    result = api.collect(lesson)
-    if not result["success"]:
-        raise GradingMachineryError(f"nbgrader could not collect {lesson} from the exchange "
-                                    f"{api.config.Exchange.root or 'default'}:\n{result.get('log', '')}")
-    return Path(root) / "collected"
 
 
 def release_feedback(lesson: str, root: Path = COURSE_ROOT) -> str:
@@ -540,9 +618,10 @@ def return_zips(lesson: str, root: Path = COURSE_ROOT) -> list[Path]:
 
 
 def export(lesson: str, root: Path, status: dict[str, str]) -> list[str]:
-    """``grades.csv`` (nbgrader's export of the whole gradebook) and, for the students of this
-    run, ``summary_<lesson>.csv``, ``mistakes_<lesson>.csv`` and ``mistakes_<lesson>.png``
-    (``helpers.grading.mistakes``); returns the report's lines on the mistakes."""
+    """``grades.csv`` (nbgrader's export of the whole gradebook) and, for the students in
+    ``status`` (the whole class), ``summary_<lesson>.csv``, ``mistakes_<lesson>.csv`` and
+    ``mistakes_<lesson>.png`` (``helpers.grading.mistakes``); returns the report's lines on the
+    mistakes."""
     from nbgrader.plugins import CsvExportPlugin
 
     from .mistakes import class_tables, mistakes_lines, write_class_report
@@ -621,7 +700,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restore", metavar="ID",
                         help="take back the hold for review of this student's score")
     parser.add_argument("--preflight", action="store_true",
-                        help="only check that a graded kernel starts and runs the setup cell")
+                        help="only check that a graded kernel starts, runs the setup cell and the "
+                             "hidden tests' imports, and imports this course's helpers")
     parser.add_argument("--cold", action="store_true",
                         help="start every kernel from scratch (only without the sandbox)")
     parser.add_argument("--benchmark", type=int, metavar="N",
@@ -644,7 +724,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.preflight:
             preflight(args.lesson, args.root, args.timeout, not args.no_sandbox, not args.cold)
-            print(f"{args.lesson}: a graded kernel starts and runs the setup cell ({sandbox.status()})")
+            print(f"{args.lesson}: a graded kernel starts, runs the setup cell and every import of the "
+                  f"hidden tests, and imports this course's helpers ({sandbox.status()})")
             return 0
         if args.restore:
             score = records.restore(args.root, args.lesson, args.restore)
@@ -663,8 +744,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.submissions is None:
             parser.error("give the folder of submissions")
-        if str(args.submissions) == "exchange":
-            args.submissions = collect(args.lesson, args.root)
+        collection = None
+        if str(args.submissions) == "exchange":  # each submission from its owner only
+            collection = exchange.collect(args.lesson, args.root)
+            print("\n".join(collection.lines()))
+            args.submissions = collection.folder
             print(f"collected from the exchange into {args.submissions}")
         report = grade_class(args.lesson, args.submissions, args.root, args.workers, args.pattern,
                              args.timeout, feedback=not args.no_feedback, warm=not args.cold,
@@ -676,6 +760,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, DuplicateStudentError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    if collection is not None:
+        report.imported += [f"  {line}" for line in collection.refusals()]
     print("\n".join(report.lines()))
     print(f"gradebook: {args.root / 'gradebook.db'}; grades: {args.root / 'grades.csv'}; "
           f"per grade cell: {args.root / f'summary_{args.lesson}.csv'}; feedback: {args.root / 'feedback'}")

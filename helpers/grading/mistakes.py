@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import nbformat
 
 from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS
+from .hidden_tests import own_failures
 from .settings import COURSE_ID
 
 if TYPE_CHECKING:
@@ -272,11 +273,13 @@ def _student_view(root: Path, lesson: str, student: str, released_nb) -> dict:
         whole = bool(blanks) and is_blank(submitted, released_nb)
     except Exception:  # a graded notebook that no longer reads is not blank
         blanks, whole = set(), False
+    autograded = root / "autograded" / student / lesson / f"{lesson}.ipynb"
     try:
-        errors = cell_errors(root / "autograded" / student / lesson / f"{lesson}.ipynb")
+        errors = cell_errors(autograded)
+        own = set(own_failures(autograded, lesson)) if autograded.exists() else set()
     except Exception:  # without the executed notebook the scores still count, unlabelled
-        errors = {}
-    return {"blank": blanks, "whole": whole, "errors": errors}
+        errors, own = {}, set()
+    return {"blank": blanks, "whole": whole, "errors": errors, "own": own}
 
 
 def _place(gb, lesson: str, cell, student: str, status: str, view: dict | None,
@@ -303,6 +306,8 @@ def _place(gb, lesson: str, cell, student: str, status: str, view: dict | None,
         return "blank", NOT_ATTEMPTED
     if score is None:
         return "by hand", None
+    if cell.name in view["own"]:
+        return "not graded", None  # the hidden tests failed on a line of their own, not the learner
     if error is not None:
         label = mistake_of(*error)
     elif cell.cell_type == "markdown":

@@ -6,6 +6,10 @@
   score of 0 on each automatically graded cell overrides them, the notebook is flagged and the
   reason is written as a comment — all of which the formgrader shows, where the instructor
   decides. ``restore`` takes the override back in one step.
+- A hand grade belongs to the answer it was given on. When a new submission changes that answer
+  (compared with the graded copy the instructor saw, before it is replaced), the hand grade is
+  kept but flagged for grading again: the formgrader lists it as needing a manual grade, the
+  notebook is flagged, a note for the instructor says why, and the report names it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from pathlib import Path
 HOLD = "Held for review: "  # how the comments that hold a score at zero begin
 NOT_GRADED = "Not graded: "
 FOR_INSTRUCTOR = "For the instructor (left out of feedback): "  # review notes in the formgrader
+# On a hand-graded cell whose answer changed since its hand grade was given.
+HAND_GRADE_CHANGED = FOR_INSTRUCTOR + "the answer changed since it was graded by hand"
 
 
 @contextlib.contextmanager
@@ -151,7 +157,8 @@ def flag(root: Path, lesson: str, student: str, details: str) -> None:
         nb = gb.find_submission_notebook(lesson, lesson, student)
         nb.flagged = True
         order = _answer_order(lesson)
-        free = [c for c in nb.comments if not c.auto_comment or c.auto_comment.startswith(FOR_INSTRUCTOR)]
+        free = [c for c in nb.comments if not c.auto_comment or (
+            c.auto_comment.startswith(FOR_INSTRUCTOR) and not c.auto_comment.startswith(HAND_GRADE_CHANGED))]
         if free:
             min(free, key=lambda c: order.get(c.name, len(order))).auto_comment = \
                 FOR_INSTRUCTOR + details.strip()
@@ -187,3 +194,105 @@ def restore(root: Path, lesson: str, student: str) -> float:
         nb.flagged = False
         gb.db.commit()
         return total(gb, lesson, student)
+
+
+# ------------------------------------------------------------------ hand grades and changed answers
+
+
+def hand_graded(root: Path, lesson: str, student: str) -> dict[str, float]:
+    """grade_id -> manual score of the cells graded by hand (a hold for review's zeros left out)."""
+    from nbgrader.api import MissingEntry
+
+    with gradebook(root) as gb:
+        try:
+            nb = gb.find_submission_notebook(lesson, lesson, student)
+        except MissingEntry:
+            return {}
+        held = is_held(gb, lesson, student)
+        return {g.name: g.manual_score for g in nb.grades if g.manual_score is not None
+                and not (held and g.cell.cell_type == "code")}
+
+
+def changed_answers(lesson: str, before: Path, after: Path, cells) -> list[str]:
+    """Of the grade cells ``cells``, those whose answer differs between two graded copies of a
+    submission (whitespace aside). The answer of a grade cell is its own text when the learner
+    writes in it (a free-text answer), else the answer cells it grades. Without the earlier copy
+    no answer can be shown unchanged: every one counts as changed."""
+    from ..build import ROOT
+    from .mistakes import _load, _nbgrader, _squash, exercises
+
+    if not cells:
+        return []
+    if not Path(before).exists():
+        return sorted(cells)
+    graded_by = exercises(ROOT / "notebooks" / lesson / f"{lesson}.ipynb")
+
+    def texts(path):
+        cells = _load(path).cells
+        return {_nbgrader(c)["grade_id"]: _squash(c) for c in cells if _nbgrader(c).get("grade_id")}
+
+    old, new = texts(before), texts(after)
+    return sorted(cell for cell in cells
+                  if any(old.get(answer) != new.get(answer) for answer in graded_by.get(cell, [cell])))
+
+
+def review_hand_grades(root: Path, lesson: str, student: str, changed: list[str]) -> None:
+    """Flag the hand grades of ``changed`` cells for grading again: the formgrader lists them as
+    needing a manual grade, the notebook is flagged, and the cell's comment for the instructor
+    says why (feedback pages leave it out). The hand grade stays until the instructor decides.
+    A note on a cell the instructor has graded again since is taken away."""
+    with gradebook(root) as gb:
+        nb = gb.find_submission_notebook(lesson, lesson, student)
+        comments = {c.name: c for c in nb.comments}
+        for grade in nb.grades:
+            note = comments.get(grade.name)
+            if grade.name in changed:
+                grade.needs_manual_grade = True
+                nb.flagged = True
+                if note is not None:
+                    note.auto_comment = (f"{HAND_GRADE_CHANGED} ({grade.manual_score:g} of "
+                                         f"{grade.max_score:g} points kept until you grade it again)")
+            elif note is not None and (note.auto_comment or "").startswith(HAND_GRADE_CHANGED) \
+                    and not grade.needs_manual_grade:
+                note.auto_comment = None
+        gb.db.commit()
+
+
+def hand_grades_to_review(root: Path, lesson: str, student: str) -> list[str]:
+    """The student's hand-graded cells whose answer changed and that wait to be graded again."""
+    from nbgrader.api import MissingEntry
+
+    with gradebook(root) as gb:
+        try:
+            nb = gb.find_submission_notebook(lesson, lesson, student)
+        except MissingEntry:
+            return []
+        waiting = {c.name for c in nb.comments if (c.auto_comment or "").startswith(HAND_GRADE_CHANGED)}
+        return sorted(g.name for g in nb.grades if g.name in waiting and g.needs_manual_grade
+                      and g.manual_score is not None)
+
+
+def class_status(root: Path, lesson: str) -> dict[str, str]:
+    """Every student with a submission of ``lesson`` in the gradebook, as the class tables count
+    them (``helpers.grading.mistakes``): "zeroed" (held for review), "unreadable" (recorded as
+    not graded) or "graded"."""
+    from nbgrader.api import MissingEntry
+
+    if not (Path(root) / "gradebook.db").exists():
+        return {}
+    status = {}
+    with gradebook(root) as gb:
+        try:
+            submissions = gb.assignment_submissions(lesson)
+        except MissingEntry:
+            return {}
+        for submission in submissions:
+            student = submission.student.id
+            notes = [c.auto_comment or "" for nb in submission.notebooks for c in nb.comments]
+            if is_held(gb, lesson, student):
+                status[student] = "zeroed"
+            elif any(n.startswith(NOT_GRADED) for n in notes):
+                status[student] = "unreadable"
+            else:
+                status[student] = "graded"
+    return status

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 
@@ -180,6 +181,9 @@ def configure(c: Config, root: str | Path = COURSE_ROOT, exchange: str | Path | 
     root.mkdir(parents=True, exist_ok=True)
     exchange = exchange or os.environ.get("ATTENTION_EXCHANGE") or None  # set on the class hub
     c.CourseDirectory.root = str(root)
+    # A course root shared by a group (setgid, as the class hub's course copy): nbgrader keeps what
+    # it writes group-writable, so any instructor can grade again what another one graded.
+    c.CourseDirectory.groupshared = bool(root.stat().st_mode & stat.S_ISGID)
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.source_directory = str(ROOT / "solutions")
     c.CourseDirectory.release_directory = str(ROOT / "notebooks" if root == COURSE_ROOT

@@ -42,6 +42,11 @@ Nothing is merged or dropped silently:
   notebook saved without nbgrader's cell metadata (by Colab, VS Code, ...) cannot be graded:
   nbgrader's OverwriteCells finds answers and tests by ``grade_id`` and fails on it.
 
+The platform each downloaded file came from and the id its name carries (Moodle's participant
+number, Canvas's user id, Blackboard's username; ``helpers.grading.platforms.identify``) are
+recorded per lesson in ``<root>/platform_ids.json``, for the gradebook import files that
+``helpers.grading.platforms`` writes; they do not change how student ids are chosen.
+
 Submission time, the first that applies: the ``timestamp.txt`` of nbgrader's layout, a date-time
 in the file name (``2026-03-01T12-30-00``, ``2026-03-01-12-30-00``, ``20260301T123000``), the
 notebook's date inside a zip, the file's modified time. Times without a zone are in ``tz`` (UTC
@@ -69,6 +74,7 @@ from zoneinfo import ZoneInfo
 import nbformat
 
 from ..build import ROOT
+from . import platforms
 
 DEFAULT_PATTERN = r"""(?ix)
     ^(?:.+?_(?=[^_]+_attempt_\d{4}-))?          # Blackboard puts the assignment name first
@@ -154,6 +160,7 @@ class _Upload:
     problem: str | None = None  # why no notebook came out of it
     copy: list[tuple[Path, str]] = field(default_factory=list)  # (file, path in the lesson folder)
     notes: list[tuple[str, str]] = field(default_factory=list)  # skipped entries of a zip
+    platform: platforms.Identity | None = None  # who the file name says the student is on a platform
 
     @property
     def key(self) -> str:
@@ -237,6 +244,7 @@ def import_submissions(lesson: str, source: Path, root: Path, pattern: str = DEF
         if other:
             imported.wrong_lesson[student] = other
     _write(lesson, root, chosen)
+    platforms.record(root, lesson, {student: upload.platform for student, upload in chosen.items()})
     return imported
 
 
@@ -304,7 +312,8 @@ def _flat(ctx: _Lesson, path: Path, name: str, rel: str, uploads: list, skipped:
     if not student:
         skipped.append((rel, why))
         return
-    upload = _Upload(student, path, [rel], None, _time_of(path, name, ctx.tz))
+    upload = _Upload(student, path, [rel], None, _time_of(path, name, ctx.tz),
+                     platform=platforms.identify(name))
     if suffix == ".ipynb":
         upload.notebook = path.read_bytes()
     else:

@@ -360,7 +360,10 @@ class WarmServer:
         if policy is not None:
             (folder / "policy.json").write_text(policy.to_json())
             args = [*(prefix or []), *args, str(folder / "policy.json")]
-        process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+        # In its own folder: `python -m` puts the current folder first on sys.path, so the
+        # server (and every kernel it forks) imports the course package the environment
+        # installs, wherever grading was started from (nbgrader moves to the course root).
+        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, cwd=folder)
         deadline = time.monotonic() + timeout
         while not sock_path.exists():
             if process.poll() is not None or time.monotonic() > deadline:
