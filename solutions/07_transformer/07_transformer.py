@@ -401,7 +401,10 @@ print(f"post-norm / pre-norm, layer by layer: {ratio.min():.1f}–{ratio.max():.
 #    which source words matter for the word being written now?
 # 3. the FFN,
 #
-# each wrapped in a residual and a LayerNorm. The course's reference
+# each wrapped in a residual and a LayerNorm. (GPT-style language models keep only the first and
+# the last — a *decoder-only* stack of masked self-attention and FFN, with no encoder — and train
+# with dropout, which this lesson leaves at 0; lesson 11 builds such a model and trains it.) The
+# course's reference
 # `helpers.block.decoder_block(y, memory, params, n_heads, norm_first, mask)` is built from the
 # pieces of this lesson and lesson 06. Copy the weights of a PyTorch decoder layer into it and
 # compare, with a causal mask on the target (5 words) and an encoder output of 7 source tokens:
