@@ -18,7 +18,6 @@ Recorded per run: the loss of every step, the gradient norm of each layer's weig
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import warnings
 from collections.abc import Sequence
@@ -135,11 +134,7 @@ def run_experiment(config: NormConfig = NormConfig(), processes: int = 2) -> dic
 
 
 def save(results: dict, out_dir: Path = DATA_DIR) -> Path:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "results.json"
-    path.write_text(json.dumps(results, indent=None, separators=(",", ":")) + "\n")
-    return path
+    return paths.write_results(out_dir, results)
 
 
 def load_results(data_dir: Path = DATA_DIR) -> dict:

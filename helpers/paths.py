@@ -39,3 +39,12 @@ def read_results(folder: Path, command: str) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `{command}` to make it")
     return json.loads(path.read_text())
+
+
+def write_results(folder: Path, results: dict) -> Path:
+    """Write ``results`` to ``folder/results.json`` in the compact form the shipped files use."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "results.json"
+    path.write_text(json.dumps(results, indent=None, separators=(",", ":")) + "\n")
+    return path

@@ -26,7 +26,6 @@ the command rewrites ``data/scaled_lookup/results.json`` byte for byte on the sa
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import multiprocessing
 import time
@@ -157,11 +156,7 @@ def run_experiment(config: LookupConfig = LookupConfig(), processes: int = 2) ->
 
 
 def save(results: dict, out_dir: Path = DATA_DIR) -> Path:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "results.json"
-    path.write_text(json.dumps(results, indent=None, separators=(",", ":")) + "\n")
-    return path
+    return paths.write_results(out_dir, results)
 
 
 def load_results(data_dir: Path = DATA_DIR) -> dict:

@@ -22,6 +22,7 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,8 +89,6 @@ class SelfCheck:
 
 
 def _wrap(text: str, width: int = 96) -> list[str]:
-    import textwrap
-
     return textwrap.wrap(" ".join(text.split()), width) or [""]
 
 
