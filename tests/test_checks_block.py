@@ -154,7 +154,7 @@ def test_feed_forward_check_allows_float32_rounding_of_outputs_near_zero():
     (lambda x, w1, b1, w2, b2: (x @ w1 + b1) @ w2 + b2, "no non-linearity"),
     (lambda x, w1, b1, w2, b2: torch.relu((x @ w1 + b1) @ w2 + b2), "after the second layer"),
     (lambda x, w1, b1, w2, b2: F.relu(F.relu(x @ w1 + b1) @ w2 + b2),
-     "^feed_forward.*: ReLU after both layers"),
+     "^ReLU after both layers.*\n  checked: feed_forward"),
     (lambda x, w1, b1, w2, b2: (x @ w1 + b1).clamp(min=0).matmul(w2).add(b2).clamp(min=0), "ReLU after both"),
     (lambda x, w1, b1, w2, b2: torch.relu(x @ w1 + b1) @ w2, "b2 is missing"),
     (lambda x, w1, b1, w2, b2: torch.relu(x @ w1) @ w2 + b2, "b1 is missing"),

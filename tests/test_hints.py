@@ -116,9 +116,12 @@ def test_no_first_hint_gives_a_fix_away():
 
 def test_the_message_is_what_nbgrader_records_and_hint_is_one_line_further():
     err = _failure(check_masked_attention, inverted_mask)
-    assert str(err).startswith("masked_attention with a random (4, 6) mask: weights (seed=0")
-    assert str(err).endswith(": the mask is inverted: True means *may attend*, but your weights go exactly "
-                             "to the keys the mask blocks" + HINT_LINE)
+    # the named mistake first (a display that keeps ~70 characters of a line still shows it),
+    # then what was checked on which inputs, then the pointer to hint()
+    assert str(err).startswith("the mask is inverted: True means *may attend*, but your weights go exactly "
+                               "to the keys the mask blocks\n  checked: masked_attention with a random (4, 6) "
+                               "mask: weights (seed=0")
+    assert str(err).endswith(HINT_LINE)
 
 
 # ------------------------------------------------------------------ what a learner sees in Jupyter
@@ -163,8 +166,8 @@ def _error(cell):
 def test_a_failing_check_shows_its_message_and_none_of_the_checks_code(ran):
     error, shown = _error(ran[2])
     assert error.ename == "CheckFailed"
-    assert error.evalue.endswith("the mask is inverted: True means *may attend*, but your weights go exactly "
-                                 "to the keys the mask blocks" + HINT_LINE)
+    assert error.evalue.startswith("the mask is inverted: True means *may attend*, but your weights go "
+                                   "exactly to the keys the mask blocks\n  checked: masked_attention")
     assert error.evalue in shown
     assert "check_masked_attention(masked_attention)" in shown  # the learner's cell
     for checker in ("helpers/checks", "expect_close", "raise CheckFailed", "_run_masked", "masking.py",

@@ -18,6 +18,7 @@ from traitlets.config import Config
 
 from helpers import attention as ref
 from helpers.checks import check_attention
+from helpers.checks.failure import HINT_LINE, CheckFailed, as_written, mistake_first
 from helpers.grading.autograde import fill_notebook, solution_answers
 from helpers.grading.mistakes import (
     COLUMNS,
@@ -29,6 +30,7 @@ from helpers.grading.mistakes import (
     exercises,
     is_blank,
     mistake_of,
+    _clean,
     mistakes_lines,
     plot_mistakes,
     write_class_report,
@@ -42,7 +44,7 @@ RELEASED = ROOT / "notebooks" / LESSON / f"{LESSON}.ipynb"
 
 CHECK_TESTS = ["test_checks_lookup", "test_checks_recurrence", "test_checks_scaling", "test_checks_masking",
                "test_checks_positional", "test_checks_heads", "test_checks_block", "test_checks_cost",
-               "test_checks_patches"]
+               "test_checks_patches", "test_checks_gpt"]
 # Other sizes for the checks that take them (those of the lessons' hidden tests), with a seed
 # as large as the ones fresh_seeds draws.
 OTHER_SIZES = {
@@ -129,6 +131,48 @@ def test_every_known_wrong_answer_gets_a_specific_label_the_same_on_other_inputs
                                 f"seed {OTHER_SEED} with other sizes")
     assert not problems, "\n".join(problems)
     assert compared > 0.8 * len(cases), f"only {compared} of {len(cases)} labels compared"
+
+
+# `nbgrader validate` prints each line of an error indented and cut at 87 characters: after
+# "    CheckFailed: ", 70 characters of the message are left.
+VALIDATE_KEEPS = 70
+
+
+def test_every_message_names_its_mistake_within_what_validate_shows():
+    """The mistake comes first, what was checked after: the first 70 characters of the message's
+    first line hold the label the class report gives it (the wrong shape, the values that differ),
+    and the label is the same as for the message in the order the check wrote it."""
+    problems = []
+    for name, check, fn in known_wrong():
+        with pytest.raises(CheckFailed) as caught:
+            check(fn, verbose=False)
+        err = caught.value
+        shown, written = str(err), err.message + (HINT_LINE if err.fix else "")
+        label = mistake_of("CheckFailed", shown)
+        if label != mistake_of("CheckFailed", written):
+            problems.append(f"{name}: {label!r} ≠ {mistake_of('CheckFailed', written)!r}")
+        if label.startswith("raised "):
+            continue  # Jupyter and validate show the learner's own error and line first
+        head = shown.splitlines()[0][:VALIDATE_KEEPS]
+        key = {WRONG_SHAPE: r"\bshape\b", GENERIC: r"\bexpected\b|\bdiffers\b",
+               "NaN or inf where the result is finite": r"NaN"}.get(label)
+        if not (re.search(key, head) if key else _clean(label)[:20].lower() in _clean(head).lower()):
+            problems.append(f"{name}: {label!r} is not in the first {VALIDATE_KEEPS} characters: {head!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_long_what_moves_after_the_mistake_and_a_short_one_stays():
+    assert mistake_first("softmax(x) along the last axis (seed=0, shape (4, 6)): this is log-softmax — "
+                         "exponentiate") == ("this is log-softmax — exponentiate\n  checked: softmax(x) "
+                                             "along the last axis (seed=0, shape (4, 6))")
+    for kept in ("softmax(x) is None — did the function forget to `return` it?",
+                 "softmax(x) has shape (4,), expected (4, 6)",
+                 "n_tokens(224, 224, 16) must return an int, got str: '197'",
+                 "attention(q, k, v) raised TypeError: unsupported operand"):
+        assert mistake_first(kept) == kept
+    long_shape = "online_softmax_attention with block_size = 3 (does not divide n_k) has shape (1, 5), expected (6, 5)"
+    assert mistake_first(long_shape).startswith("has shape (1, 5), expected (6, 5)\n  checked: online_softmax")
+    assert as_written(mistake_first(long_shape)) == long_shape
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -233,8 +233,9 @@ def expect_close(
         raise CheckFailed(f"{what}{where} has shape {got.shape}, expected {want.shape}", fix)
     err = np.abs(got - want)
     idx = tuple(int(i) for i in np.unravel_index(np.argmax(err), err.shape))
+    at = f"at index {idx} " if idx else ""
     raise CheckFailed(
-        f"{what}{where} differs from the reference: at index {idx} you return "
+        f"{what}{where} differs from the reference: {at}you return "
         f"{got[idx]:.6g}, the reference gives {want[idx]:.6g} (largest error {err[idx]:.3g})"
         + (f" — {why}" if why else ""), fix)
 

@@ -158,7 +158,7 @@ def check_lm_loss(
     expect_returned(got, what, "the loss")
     if not torch.is_tensor(got):
         raise CheckFailed(
-            f"{what} is a {type(got).__name__}, not a torch tensor: train_step calls .backward() on it",
+            f"{what}: a {type(got).__name__}, not a torch tensor — train_step calls .backward() on it",
             "return the tensor; call .item() only where you need a number",
         )
     if got.numel() != 1 or got.ndim:
@@ -805,7 +805,7 @@ def check_kv_cache_bytes(kv_cache_bytes: Callable, seed: int = 0, verbose: bool 
         expect_returned(got, what, "the number of bytes")
         if isinstance(got, bool) or not isinstance(got, numbers.Integral):
             raise CheckFailed(
-                f"{what} is a {type(got).__name__}; bytes are counted in whole numbers (an int)",
+                f"{what} = {got!r}: a {type(got).__name__}, but bytes are counted in whole numbers (an int)",
                 "multiply ints, or wrap the product in int(…)",
             )
         want = ref.kv_cache_bytes(layers, tokens, heads, d_head, nbytes, batch)

@@ -1,6 +1,7 @@
 """What a class got wrong: one label per failed grade cell, counted over the class.
 
-A failing check names the likely mistake in its message, "<what> (context): <diagnosis> — <why>"
+A failing check names the likely mistake in its message, "<what> (context): <diagnosis> — <why>",
+shown diagnosis first (``checks.failure.mistake_first``)
 (how to fix it is kept for ``hint()``; the message only says that it is there).
 ``mistake_of`` reduces such a message to its diagnosis without the numbers of the random
 inputs, so that two students who made the same mistake get the same label. ``class_tables``
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import nbformat
 
+from ..checks.failure import as_written, split_what, top_level
 from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS
 from .hidden_tests import own_failures
 from .settings import COURSE_ID
@@ -44,9 +46,7 @@ _GOT_VALUE = re.compile(r"[)\]] = [^:]*\bexpected\b")  # "f(n) = 0.04, expected 
 _QUIZ_FORMAT = re.compile(r"must be (one letter out of|True or False)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FIX = re.compile(r" [—–] |; |: |\n|\.\s+(?=[A-Z])")  # where a diagnosis ends and its fix begins
-_PREFIX_END = re.compile(r" [—–] |; |\n|\.\s+(?=[A-Z])")
 _COLON = re.compile(r": ")
-_CONTEXT = re.compile(r" \((?:[^()]|\([^()]*\))*\bseed=(?:[^()]|\([^()]*\))*\)")  # " (seed=3, x (2, 4))"
 # Numbers that come from the random inputs of one run: seeds, sizes, shapes, indices, values.
 _NUM = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
 _VALUE = rf"(?:{_NUM}|\[[^\]]*\]|\((?:\s*{_NUM}\s*,?)+\))(?![\w·^/])"
@@ -75,7 +75,7 @@ def mistake_of(ename: str, evalue: str) -> str:
         return NOT_RUN
     if ename not in ("CheckFailed", "AssertionError"):
         return f"raised {ename}"  # the learner's code crashed outside a check
-    text = _ANSI.sub("", str(evalue)).strip()
+    text = as_written(_ANSI.sub("", str(evalue)).strip())
     if not text:
         return "a hidden test failed"
     first = text.splitlines()[0]
@@ -94,48 +94,17 @@ def mistake_of(ename: str, evalue: str) -> str:
         return "NaN or inf where the result is finite"
     if _SHAPE.search(first):
         return WRONG_SHAPE
-    prefix, rest = _split_what(text)
+    prefix, rest = split_what(text)
     if prefix is None and _GOT_VALUE.search(first):
         return GENERIC
     diagnosis = ""
     while rest and not re.search(r"[^\W\d_]{3,}", diagnosis):
-        end = _top_level(rest, _FIX)
+        end = top_level(rest, _FIX)
         diagnosis = _clean(rest if end < 0 else rest[:end])
         rest = rest[end + 2:] if end >= 0 and _COLON.match(rest, end) else ""
     if prefix is not None and not re.search(r"[^\W\d_]{3,}", diagnosis):
         diagnosis = _clean(prefix)  # "f(x) must return an int, got str: '197'"
     return _shorten(diagnosis) or _shorten(_clean(first)) or "a check failed"
-
-
-def _top_level(text: str, pattern: re.Pattern) -> int:
-    """Index of the first match of ``pattern`` outside brackets, or -1."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(depth - 1, 0)
-        elif depth == 0 and pattern.match(text, i):
-            return i
-    return -1
-
-
-def _split_what(text: str) -> tuple[str | None, str]:
-    """``("<what> (context)", rest)`` when the message starts with a ``what``, else ``(None, text)``.
-
-    The what ends with the context of the random inputs (``" (seed=…)"``) when there is one —
-    a what may hold a colon ("with a mask: weights (seed=0)") — otherwise at the first colon
-    that comes before any fix.
-    """
-    context = _CONTEXT.search(text)
-    if context and _top_level(text[:context.start()], _PREFIX_END) < 0:
-        rest = text[context.end():]
-        return text[:context.end()], rest[2:] if rest.startswith(": ") else rest.lstrip()
-    colon = _top_level(text, _COLON)
-    fix = _top_level(text, _PREFIX_END)
-    if colon < 0 or (0 <= fix < colon):
-        return None, text
-    return text[:colon], text[colon + 2:]
 
 
 def _clean(text: str) -> str:
