@@ -32,3 +32,11 @@ Modules, by what a learner looks for:
 For instructors, ``grading/`` holds the grading machinery (nbgrader settings, the sandbox,
 warm kernels, the integrity scan, class grading); no lesson imports it.
 """
+
+import os as _os
+import sys as _sys
+
+if _os.environ.get("NBGRADER_VALIDATING") == "1" and type(_sys.stdout).__module__.startswith("ipykernel"):
+    # `nbgrader validate` counts any text on stderr as a failed cell; grading counts errors only
+    # (a warning costs no points). While a notebook is validated, warnings go to stdout.
+    _sys.stderr = _sys.stdout

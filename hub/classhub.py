@@ -85,7 +85,8 @@ def write_role_settings(folder: Path, role: str, exchange: Path | None = None,
                         course: Path | None = None, env_bin: Path | None = None) -> Path:
     """Write ``role``'s settings into ``folder`` (a JUPYTER_CONFIG_PATH entry). With
     ``exchange``, an nbgrader_config.py that names the course and the exchange; for instructors
-    with ``course``, one that applies the course's own nbgrader settings from any folder. With
+    with ``course``, one that applies the course's own nbgrader settings from any folder; for
+    learners and students, one that validates as the course grades (``helpers.grading.validation``). With
     ``env_bin`` (the hub's environment), terminals start bash with that folder first on PATH."""
     folder = Path(folder)
     settings = role_settings(role)
@@ -99,11 +100,13 @@ def write_role_settings(folder: Path, role: str, exchange: Path | None = None,
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(content, indent=2) + "\n")
-    if exchange is not None:
-        lines = ['"""nbgrader on the class hub: one course, one exchange (written by make hub)."""',
-                 "c = get_config()  # noqa: F821",
-                 f"c.CourseDirectory.course_id = {COURSE_ID!r}",
-                 f"c.Exchange.root = {str(exchange)!r}"]
+    if exchange is not None or role == "learner":
+        where = "on the class hub: one course, one exchange" if exchange is not None else "for a learner"
+        lines = [f'"""nbgrader {where} (written by hub/classhub.py)."""',
+                 "c = get_config()  # noqa: F821"]
+        if exchange is not None:
+            lines += [f"c.CourseDirectory.course_id = {COURSE_ID!r}",
+                      f"c.Exchange.root = {str(exchange)!r}"]
         if role == "instructor" and course is not None:
             lines += ["import sys",
                       f"sys.path.insert(0, {str(course)!r})",
@@ -113,6 +116,10 @@ def write_role_settings(folder: Path, role: str, exchange: Path | None = None,
                       "c.CourseDirectory.groupshared = True",
                       "# the formgrader's Collect and `nbgrader collect` take submissions from their owners",
                       'c.ExchangeFactory.collect = "helpers.grading.exchange.OwnerCheckedCollect"']
+        else:
+            lines += ["# Validate as the course grades: its time limit per cell, a stopped cell fails",
+                      "from helpers.grading.validation import configure_validation",
+                      "configure_validation(c)"]
         (folder / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
     return folder
 

@@ -50,3 +50,16 @@ def test_feedback_has_no_hidden_test(graded, lesson):
         text = html.unescape(re.sub(r"<[^>]+>", "", page))
         leaked = [ln for ln in hidden if ln in text]
         assert not leaked, f"{lesson}: hidden lines in {student}'s feedback: {leaked[:2]}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_full_solution_raises_in_no_cell(graded, lesson):
+    """`nbgrader validate` as the course sets it up fails a notebook on an error in any cell, not
+    only in grade cells (helpers.grading.validation): a full solution must raise nowhere."""
+    import nbformat
+
+    root, _ = graded
+    nb = nbformat.read(root / "autograded" / "student000" / lesson / f"{lesson}.ipynb", as_version=4)
+    raised = [(i, out.get("ename"), str(out.get("evalue", ""))[:120]) for i, cell in enumerate(nb.cells)
+              if cell.cell_type == "code" for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+    assert not raised, f"{lesson}: cells that raised with the full solution: {raised}"

@@ -34,11 +34,9 @@ from traitlets.config import Config
 
 from ..build import ROOT
 from .execute import GuardedExecute
+from .validation import configure_validation
 
 COURSE_ID = "attention-from-scratch"
-# Generous per-cell limit: a grade cell may train a small model for a few seconds.
-CELL_TIMEOUT_S = 300
-IOPUB_TIMEOUT_S = 20
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 # The course root: gradebook, submitted/, autograded/, feedback/ (git-ignored). An instructor
 # may keep it elsewhere (a backed-up disk) by setting ATTENTION_COURSE_ROOT for every command.
@@ -193,11 +191,11 @@ def configure(c: Config, root: str | Path = COURSE_ROOT, exchange: str | Path | 
     if exchange is not None:
         c.Exchange.root = str(Path(exchange).resolve())
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
-    c.Execute.timeout = CELL_TIMEOUT_S
-    # After a cell's reply (or its interrupt), the time allowed for its remaining output to
-    # arrive. nbclient's 4 s is too short for a cell interrupted while flooding its output on a
-    # busy machine: its kernel would be taken for stuck and replaced, losing the cell.
-    c.Execute.iopub_timeout = IOPUB_TIMEOUT_S
+    # The per-cell limit, and the time allowed after a cell's reply (or its interrupt) for its
+    # remaining output to arrive: nbclient's 4 s is too short for a cell interrupted while flooding
+    # its output on a busy machine, whose kernel would be taken for stuck and replaced, losing the
+    # cell. `nbgrader validate` runs with the same settings (see .validation).
+    configure_validation(c)
     # Kernels never see the hidden tests, the exchange or (through the course root) any
     # submission or gradebook; see helpers.grading.sandbox.
     c.GuardedExecute.hidden_paths = [str(ROOT / "solutions"), str(exchange or DEFAULT_EXCHANGE)]
