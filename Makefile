@@ -94,7 +94,7 @@ hostile: build
 
 # A class on one JupyterHub (run as root): make hub ROSTER=class.csv [HUB_PORT=8000]
 # [HUB_PREFIX=/srv/attention-from-scratch] [HUB_EXCHANGE=/srv/nbgrader/exchange]
-# [HUB_SSL_CERT=cert.pem HUB_SSL_KEY=key.pem]; see the README, "Running a class on a hub". Where
+# [HUB_SSL_CERT=cert.pem HUB_SSL_KEY=key.pem]; see docs/hub.md. Where
 # systemd runs, the hub is the service attention-hub (back after a reboot); elsewhere a supervisor
 # keeps it running in the background (HUB_FOREGROUND=1: in this terminal, Ctrl-C stops it).
 HUB_PREFIX   ?= /srv/attention-from-scratch

@@ -19,14 +19,16 @@ from .scaling import scaling_view, view_summary
 
 
 class WithFallback:
-    """Display ``widget`` live where widgets work, else the PNG ``static``."""
+    """Display ``widget`` live where widgets work, else the PNG ``static`` (if there is one:
+    ``plots.figure_png`` renders none where figures are not shown as pictures)."""
 
     def __init__(self, widget: W.Widget, static: bytes):
         self.widget, self.static = widget, static
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs) or {}
-        bundle["image/png"] = base64.b64encode(self.static).decode("ascii")
+        if self.static:
+            bundle["image/png"] = base64.b64encode(self.static).decode("ascii")
         return bundle
 
 

@@ -126,7 +126,7 @@ def write_role_settings(folder: Path, role: str, exchange: Path | None = None,
 
 @dataclass
 class Settings:
-    """The hub's settings, from the environment ``make hub`` passes (see the README)."""
+    """The hub's settings, from the environment ``make hub`` passes (see docs/hub.md)."""
 
     prefix: Path = Path("/srv/attention-from-scratch")
     env: Path | None = None  # the course environment; default prefix/env

@@ -1,7 +1,7 @@
-"""JupyterHub for a class of Attention from Scratch; `make hub` starts it (see the README,
-"Running a class on a hub"). The settings come from the environment: HUB_PREFIX, HUB_PORT,
-HUB_IP, HUB_EXCHANGE, HUB_STUDENT_MEMORY, HUB_STUDENT_CPUS, HUB_INSTRUCTOR_MEMORY,
-HUB_INSTRUCTOR_CPUS, HUB_CULL_AFTER (seconds), HUB_SSL_CERT and HUB_SSL_KEY (HTTPS)."""
+"""JupyterHub for a class of Attention from Scratch; `make hub` starts it (see docs/hub.md).
+The settings come from the environment: HUB_PREFIX, HUB_PORT, HUB_IP, HUB_EXCHANGE,
+HUB_STUDENT_MEMORY, HUB_STUDENT_CPUS, HUB_INSTRUCTOR_MEMORY, HUB_INSTRUCTOR_CPUS, HUB_CULL_AFTER
+(seconds), HUB_SSL_CERT and HUB_SSL_KEY (HTTPS)."""
 
 import sys
 from pathlib import Path

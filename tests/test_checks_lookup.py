@@ -229,8 +229,8 @@ def test_attention_check_names_the_mistake(fn, message):
                                                        for a in (q, k, v))),
 ], ids=["tensorflow_style", "cast_at_the_end", "weights_only", "torch_float32"])
 def test_attention_check_names_a_float32_result_of_float64_inputs(fn):
-    with pytest.raises(CheckFailed, match=r"^you returned a float32 computation, .*\n  checked: "
-                                          r"attention (output|weights) on random inputs is float32 for float64") as caught:
+    named = r"^you returned a float32 computation, .*\n  checked: attention (output|weights) on random inputs"
+    with pytest.raises(CheckFailed, match=named + " is float32 for float64") as caught:
         check_attention(fn)
     assert "cast the result back" in caught.value.fix
 

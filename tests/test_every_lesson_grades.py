@@ -61,5 +61,6 @@ def test_full_solution_raises_in_no_cell(graded, lesson):
     root, _ = graded
     nb = nbformat.read(root / "autograded" / "student000" / lesson / f"{lesson}.ipynb", as_version=4)
     raised = [(i, out.get("ename"), str(out.get("evalue", ""))[:120]) for i, cell in enumerate(nb.cells)
-              if cell.cell_type == "code" for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+              if cell.cell_type == "code" for out in cell.get("outputs", [])
+              if out.get("output_type") == "error"]
     assert not raised, f"{lesson}: cells that raised with the full solution: {raised}"

@@ -24,7 +24,7 @@ from conftest import ROOT
 from other_checkout import clone, environment_for
 
 from helpers.grading import records
-from helpers.grading.autograde import _run_workers, course_api, fake_class, grade_class
+from helpers.grading.autograde import _run_workers, course_api, fake_class, grade_class, launch_workers
 from helpers.grading.hidden_tests import cell_imports, own_failures
 from helpers.grading.mistakes import class_tables
 
@@ -171,9 +171,11 @@ def test_every_import_of_the_hidden_tests_is_collected():
 
 def _run_in(python: Path, root: Path, students: list[str], workers: int) -> tuple[dict, str]:
     """The run `make grade` makes after its preflight, with ``python`` as the grading Python."""
-    code = ("import json\nfrom pathlib import Path\nfrom helpers.grading.autograde import _run_workers\n"
-            f"print(json.dumps(_run_workers({LESSON!r}, Path({str(root)!r}), {students!r}, {workers}, 60)))"
-            "\n")
+    code = ("import json\nfrom pathlib import Path\n"
+            "from helpers.grading.autograde import _run_workers, launch_workers\n"
+            f"root = Path({str(root)!r})\n"
+            f"workers = launch_workers({LESSON!r}, root, {workers}, 60)\n"
+            f"print(json.dumps(_run_workers({LESSON!r}, root, {students!r}, workers)))\n")
     proc = subprocess.run([str(python), "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -200,7 +202,7 @@ def test_a_hidden_test_that_imports_a_missing_module_stops_a_run_in_every_worker
     _with_missing_import(course_copy)
     students = [f"student{i:03d}" for i in range(CLASS)]
     before = _scores(course_copy)
-    outcome, stopped = _run_workers(LESSON, course_copy, students, workers=2, timeout=60)
+    outcome, stopped = _run_workers(LESSON, course_copy, students, launch_workers(LESSON, course_copy, 2, 60))
     assert f"`{MISSING}` raised ModuleNotFoundError" in stopped
     # worker 0 stops at its third (000, 002, 004); worker 1's only answered one (003) fails the
     # same way and is not recorded either; the blank ones are graded as before

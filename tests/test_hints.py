@@ -119,8 +119,8 @@ def test_the_message_is_what_nbgrader_records_and_hint_is_one_line_further():
     # the named mistake first (a display that keeps ~70 characters of a line still shows it),
     # then what was checked on which inputs, then the pointer to hint()
     assert str(err).startswith("the mask is inverted: True means *may attend*, but your weights go exactly "
-                               "to the keys the mask blocks\n  checked: masked_attention with a random (4, 6) "
-                               "mask: weights (seed=0")
+                               "to the keys the mask blocks\n  checked: masked_attention with a random "
+                               "(4, 6) mask: weights (seed=0")
     assert str(err).endswith(HINT_LINE)
 
 

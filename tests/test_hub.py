@@ -193,7 +193,7 @@ def test_a_class_day_in_the_browser(hub):
         fake = _hand_in_as(hub, by=MISTAKE[0], named=RIGHT[0])
 
         # The instructor collects from the exchange and grades in the sandbox, in a JupyterLab
-        # terminal of the hub, as the README says.
+        # terminal of the hub, as docs/hub.md says.
         terminal = Terminal(session_of(teacher, hub), TEACHER[0])
         where, status = terminal.run("pwd; which nbgrader python")
         lines = where.replace("\r", "").splitlines()

@@ -18,19 +18,20 @@ from traitlets.config import Config
 
 from helpers import attention as ref
 from helpers.checks import check_attention
-from helpers.checks.failure import HINT_LINE, CheckFailed, as_written, mistake_first
+from helpers.checks.failure import HINT_LINE, CheckFailed
+from helpers.failure_text import as_written, mistake_first
 from helpers.grading.autograde import fill_notebook, solution_answers
 from helpers.grading.mistakes import (
     COLUMNS,
     GENERIC,
     NOT_ATTEMPTED,
     WRONG_SHAPE,
+    _clean,
     blank_cells,
     class_tables,
     exercises,
     is_blank,
     mistake_of,
-    _clean,
     mistakes_lines,
     plot_mistakes,
     write_class_report,
@@ -170,8 +171,9 @@ def test_a_long_what_moves_after_the_mistake_and_a_short_one_stays():
                  "n_tokens(224, 224, 16) must return an int, got str: '197'",
                  "attention(q, k, v) raised TypeError: unsupported operand"):
         assert mistake_first(kept) == kept
-    long_shape = "online_softmax_attention with block_size = 3 (does not divide n_k) has shape (1, 5), expected (6, 5)"
-    assert mistake_first(long_shape).startswith("has shape (1, 5), expected (6, 5)\n  checked: online_softmax")
+    long_shape = ("online_softmax_attention with block_size = 3 (does not divide n_k) has shape (1, 5), "
+                  "expected (6, 5)")
+    assert mistake_first(long_shape).startswith("has shape (1, 5), expected (6, 5)\n  checked: online_")
     assert as_written(mistake_first(long_shape)) == long_shape
 
 

@@ -7,11 +7,10 @@ import os
 import subprocess
 import sys
 
+import classhub
 import nbformat
 import pytest
-from conftest import ROOT
 
-import classhub
 from helpers.grading.autograde import fill_notebook, solution_answers
 from helpers.grading.validation import CELL_TIMEOUT_S
 
@@ -23,7 +22,8 @@ NBGRADER = [sys.executable, "-m", "nbgrader"]
 def roles(tmp_path_factory):
     folder = tmp_path_factory.mktemp("roles")
     for role in ("learner", "student"):
-        classhub.write_role_settings(folder / role, role, exchange=None if role == "learner" else folder / "ex")
+        exchange = None if role == "learner" else folder / "exchange"
+        classhub.write_role_settings(folder / role, role, exchange=exchange)
     return folder
 
 
@@ -64,7 +64,8 @@ def notebooks(tmp_path_factory):
     folder = tmp_path_factory.mktemp("validate")
     answers = solution_answers(LESSON)
     # a right answer that prints a warning while it is defined: grading gives full marks
-    warned = {**answers, "softmax": "import warnings\nwarnings.warn('a note of my own')\n" + answers["softmax"]}
+    warning = "import warnings\nwarnings.warn('a note of my own')\n"
+    warned = {**answers, "softmax": warning + answers["softmax"]}
     nbformat.write(fill_notebook(LESSON, warned), folder / "right.ipynb")
     wrong = {**answers, "attention": answers["attention"].replace("/ np.sqrt(d_k)", "")}
     assert wrong["attention"] != answers["attention"]

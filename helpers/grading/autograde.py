@@ -44,7 +44,7 @@ from traitlets.config import Config
 
 from ..build import ROOT
 from . import exchange, hidden_tests, records, sandbox
-from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS, GradingMachineryError, is_cap_marker
+from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS, GradingMachineryError, is_cap_marker, warm_up
 from .settings import COURSE_ROOT, configure, offline_feedback
 from .submissions import DEFAULT_PATTERN, DuplicateStudentError, import_submissions
 
@@ -72,6 +72,7 @@ class ClassReport:
     own_failures: dict[str, list[str]] = field(default_factory=dict)  # student -> hidden tests failing alone
     hand_grades: dict[str, list[str]] = field(default_factory=dict)  # student -> hand grades to redo
     platforms: list[str] = field(default_factory=list)  # the learning platforms' import files
+    timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds (see grade_class)
 
     def lines(self) -> list[str]:
         n = len(self.graded) + len(self.failed)
@@ -176,7 +177,9 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
     streak: list[str] = []  # the last students who failed, all for the same reason
     own = _OwnStreak(lesson, Path(root), min(REPEATED_FAILURES, len(students)))
     for student in students:
+        begin = time.perf_counter()
         result = api.autograde(lesson, student, force=True, create=True)
+        SECONDS_PER_NOTEBOOK.append(time.perf_counter() - begin)
         if result["success"]:
             outcome[student], streak = "", []
             if own.add(student):
@@ -199,6 +202,13 @@ def _worker(lesson: str, root: Path, students: list[str], timeout: int | None,
 
 
 REPEATED_FAILURES = 3
+# How a worker starts: nbformat's import pulls in jsonschema's optional IRI checker
+# (rfc3987-syntax), which builds a grammar for over a second in every new process; nothing in
+# grading validates an IRI, so a worker goes without it.
+WORKER_START = ("import sys; sys.modules['rfc3987_syntax'] = None; "
+                "from helpers.grading.autograde import main; sys.exit(main())")
+SECONDS_PER_NOTEBOOK: list[float] = []  # a worker's start (to warm), then its time for each notebook
+LAUNCHED = "ATTENTION_WORKER_LAUNCHED"  # when the worker's process was launched (time.time())
 
 
 class _OwnStreak:
@@ -294,36 +304,92 @@ def _failure_reason(log: str) -> str:
     return "autograding failed: " + (last[-1][:200] if last else "no log")
 
 
-def _run_workers(lesson: str, root: Path, students: list[str], workers: int, timeout: int | None,
-                 warm: bool = True, sandboxed: bool = True) -> tuple[dict[str, str], str]:
-    """Split the class over ``workers`` processes, each with its own copy of the gradebook;
-    merge what they graded. Returns ({student: "" or why not graded}, why the machinery stopped)."""
+def launch_workers(lesson: str, root: Path, workers: int, timeout: int | None, warm: bool = True,
+                   sandboxed: bool = True) -> list[tuple[Path, subprocess.Popen]]:
+    """Start ``workers`` grading processes ahead of the class they will grade: each imports
+    nbgrader and starts its warm server (the libraries every kernel needs) while this process
+    checks the environment and imports the submissions, then waits for its share of the
+    students on stdin (``_run_workers``). Nothing is graded until a share arrives; ``stop_workers``
+    ends the ones that never get one."""
     root = Path(root).resolve()
-    shares = [s for s in (students[i::max(workers, 1)] for i in range(max(workers, 1))) if s]
     # Each worker's kernels get their share of the cores: two kernels each running PyTorch on
     # every core spend their time waiting for each other (lesson 07 graded twice as slowly).
     env = dict(os.environ)
-    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // len(shares or [0]))))
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(workers, 1))))
     procs = []
-    for i, share in enumerate(shares):
+    for i in range(max(workers, 1)):
         wroot = root / ".workers" / f"w{i}"
         shutil.rmtree(wroot, ignore_errors=True)
         (wroot / "submitted").mkdir(parents=True)
-        shutil.copy2(root / "gradebook.db", wroot / "gradebook.db")
-        for student in share:
-            (wroot / "submitted" / student).symlink_to((root / "submitted" / student).resolve())
-        args = [sys.executable, "-m", "helpers.grading.autograde", "--worker", lesson, str(wroot),
+        args = [sys.executable, "-c", WORKER_START, "--worker", lesson, str(wroot),
                 "--hide", str(root), *(["--timeout", str(timeout)] if timeout else []),
                 *([] if warm else ["--cold"]), *([] if sandboxed else ["--no-sandbox"]),
-                "--students", *share]
+                "--students", "-"]
         with (wroot / "worker.log").open("w") as log:  # nbgrader's log: read on a crash
-            procs.append((wroot, share, subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                                         stderr=log, text=True)))
+            launched = {**env, LAUNCHED: str(time.time())}
+            procs.append((wroot, subprocess.Popen(args, cwd=ROOT, env=launched, stdin=subprocess.PIPE,
+                                                  stdout=subprocess.PIPE, stderr=log, text=True)))
+    return procs
+
+
+def stop_workers(procs: list[tuple[Path, subprocess.Popen]], wait_s: float = 120) -> None:
+    """End workers that are still waiting for a share (grading stopped before it began): an empty
+    share lets each stop its warm server on the way out; one that does not end in ``wait_s`` is
+    killed."""
+    for _, proc in procs:
+        if proc.poll() is None and not proc.stdin.closed:
+            try:
+                proc.stdin.write("[]\n")
+                proc.stdin.close()
+            except OSError:
+                pass
+    for _, proc in procs:
+        if proc.returncode is None:  # its result was not read
+            try:
+                proc.wait(wait_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            _output(proc)
+
+
+def _output(proc: subprocess.Popen) -> str:
+    """What a worker printed, once it has ended (its stdin is closed; its stderr goes to its log)."""
+    out = proc.stdout.read()
+    proc.wait()
+    return out
+
+
+def _run_workers(lesson: str, root: Path, students: list[str], launched: list[tuple[Path, subprocess.Popen]],
+                 timings: dict[str, float] | None = None) -> tuple[dict[str, str], str]:
+    """Split the class over the ``launched`` workers, each with its own copy of the gradebook;
+    merge what they graded. Returns ({student: "" or why not graded}, why the machinery stopped).
+    ``timings`` gets where the time went: the workers' wall time, their start (warm server
+    included), each worker's first notebook, the median of the others, and the merge."""
+    timings = {} if timings is None else timings
+    begin = time.perf_counter()
+    root = Path(root).resolve()
+    n = len(launched)
+    shares = [students[i::n] for i in range(n)]
+    procs = []
+    for (wroot, proc), share in zip(launched, shares, strict=True):
+        if share:
+            shutil.copy2(root / "gradebook.db", wroot / "gradebook.db")
+            for student in share:
+                (wroot / "submitted" / student).symlink_to((root / "submitted" / student).resolve())
+        try:
+            proc.stdin.write(json.dumps(share) + "\n")
+            proc.stdin.close()
+        except OSError:
+            pass  # the worker died while starting: its empty answer says so below
+        if share:
+            procs.append((wroot, share, proc))
+        else:
+            _output(proc)
     outcome: dict[str, str] = {}
     stopped = ""
     results = []
     for wroot, share, proc in procs:
-        out, _ = proc.communicate()
+        out = _output(proc)
         try:
             results.append((wroot, share, json.loads(out.strip().splitlines()[-1])))
         except (ValueError, IndexError):
@@ -332,6 +398,17 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int, tim
             stopped = stopped or f"a grading worker crashed ({tail or 'no output'})"
             continue
         stopped = stopped or results[-1][2]["machinery"]
+    timings["workers"] = time.perf_counter() - begin
+    starts = [r["seconds"][0] for *_, r in results if len(r.get("seconds", [])) > 1]
+    firsts = [r["seconds"][1] for *_, r in results if len(r.get("seconds", [])) > 1]
+    others = sorted(t for *_, r in results for t in r.get("seconds", [])[2:])
+    if starts:
+        timings["start of a worker, warm server included (overlaps the above)"] = max(starts)
+    if firsts:
+        timings["first notebook of a worker (warm-up included)"] = max(firsts)
+    if others:
+        timings["each further notebook (median)"] = others[len(others) // 2]
+    begin = time.perf_counter()
     for wroot, share, result in results:
         if stopped:  # the machinery failed: what the hidden tests failed on by themselves is not kept
             for student in [s for s in share if result["outcome"].get(s) == ""]:
@@ -340,8 +417,9 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int, tim
                     del result["outcome"][student]
         outcome.update(result["outcome"])
         done = [s for s in share if result["outcome"].get(s) == ""]
-        hand = {s: records.hand_graded(root, lesson, s) for s in done}
-        waiting = {s: records.hand_grades_to_review(root, lesson, s) for s in done if hand[s]}
+        with records.gradebook(root) as gb:
+            hand = {s: records.hand_graded(gb, lesson, s) for s in done}
+            waiting = {s: records.hand_grades_to_review(gb, lesson, s) for s in done if hand[s]}
         records.merge(lesson, wroot, root, done)
         for student in done:
             dest = root / "autograded" / student / lesson
@@ -353,6 +431,7 @@ def _run_workers(lesson: str, root: Path, students: list[str], workers: int, tim
             shutil.copytree(wroot / "autograded" / student / lesson, dest)
             if hand[student]:  # flagged before and not graded again since: still waiting
                 records.review_hand_grades(root, lesson, student, sorted({*changed, *waiting[student]}))
+    timings["merge"] = time.perf_counter() - begin
     return outcome, stopped
 
 
@@ -462,16 +541,29 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
     ``only``: grade just these students (the others' grades stay as they are). Raises
     ``GradingMachineryError`` before touching anything when a graded kernel cannot start.
     """
-    from .integrity import explain, is_tampering, scan_class, summarise, write_report
-    from .platforms import export as write_platform_files
-
     start = time.perf_counter()
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     report = ClassReport(lesson)
     report.isolation = sandbox.status() if sandboxed else \
         "WARNING: NOT SANDBOXED — sandboxing was switched off for this run"
+    launched = launch_workers(lesson, root, min(workers, len(only)) if only else workers, timeout, warm,
+                              sandboxed)
+    try:
+        return _grade_class(lesson, submissions, root, launched, report, start, pattern, timeout, feedback,
+                            warm, sandboxed, only, due, keep_latest, tz)
+    finally:
+        stop_workers(launched)
+
+
+def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: ClassReport, start: float,
+                 pattern: str, timeout: int | None, feedback: bool, warm: bool, sandboxed: bool,
+                 only: list[str] | None, due: str | None, keep_latest: bool, tz: str) -> ClassReport:
+    from .integrity import explain, is_tampering, scan_class, summarise, write_report
+    from .platforms import export as write_platform_files
+
     preflight(lesson, root, timeout, sandboxed, warm)
+    report.timings["preflight"] = time.perf_counter() - start
     prepare(lesson, root)
     imported = import_submissions(lesson, submissions, root, pattern, keep_latest=keep_latest, tz=tz)
     students, report.imported = imported.students, imported.lines()
@@ -505,7 +597,9 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
             report.failed[student] = why
         else:
             gradable.append(student)
-    outcome, report.machinery = _run_workers(lesson, root, gradable, workers, timeout, warm, sandboxed)
+    report.timings["import and scan"] = time.perf_counter() - start - report.timings["preflight"]
+    outcome, report.machinery = _run_workers(lesson, root, gradable, launched, report.timings)
+    after = time.perf_counter()
     report.not_reached = [s for s in gradable if s not in outcome]
     report.failed.update({s: why for s, why in outcome.items() if why})
     for student, why in report.failed.items():
@@ -523,6 +617,9 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
     with records.gradebook(root) as gb:
         for student in graded_now:
             report.graded[student] = records.total(gb, lesson, student)
+            waiting = records.hand_grades_to_review(gb, lesson, student)
+            if waiting:
+                report.hand_grades[student] = waiting
     for student in graded_now:
         graded_nb = root / "autograded" / student / lesson / f"{lesson}.ipynb"
         events = cell_events(graded_nb)
@@ -536,9 +633,6 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
         own = hidden_tests.own_failures(graded_nb, lesson) if graded_nb.exists() else {}
         if own:
             report.own_failures[student] = [f"{cell} ({why})" for cell, why in own.items()]
-        waiting = records.hand_grades_to_review(root, lesson, student)
-        if waiting:
-            report.hand_grades[student] = waiting
     if feedback:
         write_feedback(lesson, root, graded_now)
         for student, why in report.failed.items():
@@ -552,6 +646,7 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
         {s: "not graded" for s in report.not_reached if s not in everyone}
     report.mistakes = export(lesson, root, status)
     report.platforms = write_platform_files(lesson, root)  # Moodle, Canvas, Blackboard gradebook imports
+    report.timings["feedback, tables, platform files"] = time.perf_counter() - after
     report.seconds = time.perf_counter() - start
     return report
 
@@ -655,10 +750,14 @@ def benchmark(lesson: str, n: int, workers: int = 2) -> list[tuple[str, float]]:
                                 "--force"], cwd=root, check=True, capture_output=True)
                 seconds = time.perf_counter() - begin
             else:
-                seconds = grade_class(lesson, Path(tmp) / "class", root, workers, feedback=False).seconds
+                report = grade_class(lesson, Path(tmp) / "class", root, workers, feedback=False)
+                seconds = report.seconds
             rates.append((label, 60.0 * n / seconds))
             print(f"{label:>32}: {seconds:6.1f} s for {n} notebooks = {rates[-1][1]:5.1f} per minute",
                   flush=True)
+        print("where make grade's time went:")
+        for phase, took in report.timings.items():
+            print(f"{phase:>50}: {took:6.2f} s")
     print(f"speed-up: {rates[-1][1] / rates[0][1]:.2f}x")
     return rates
 
@@ -714,9 +813,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--students", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:  # internal: one worker's share, result as one JSON line on stdout
-        result = _worker(args.lesson, Path(args.submissions), args.students, args.timeout,
+        students = args.students
+        if students == ["-"]:  # started ahead: warm up, then take the share from stdin
+            api = course_api(Path(args.submissions), args.timeout, hide=tuple(args.hide),
+                             sandboxed=not args.no_sandbox, warm=not args.cold)
+            warm_up(api.config, Path(args.submissions))
+            if os.environ.get(LAUNCHED):
+                SECONDS_PER_NOTEBOOK.append(time.time() - float(os.environ[LAUNCHED]))
+            students = json.loads(sys.stdin.readline() or "[]")
+            if not students:
+                return 0
+        result = _worker(args.lesson, Path(args.submissions), students, args.timeout,
                          warm=not args.cold, sandboxed=not args.no_sandbox, hide=tuple(args.hide))
-        print(json.dumps(result))
+        print(json.dumps({**result, "seconds": SECONDS_PER_NOTEBOOK}))
         return 0
     if args.benchmark:
         benchmark(args.lesson, args.benchmark, args.workers)

@@ -16,13 +16,18 @@ import dataclasses
 import itertools
 import os
 import shutil
+import time
 from pathlib import Path
+from queue import Empty
 
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import ensure_async, run_hook, run_sync
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Enum, Integer, List, Unicode
+
+from .warmkernel import NO_FIGURES
 
 
 class GradingMachineryError(KeyboardInterrupt):
@@ -57,6 +62,10 @@ class GuardedExecute(Execute):
       what happened, a new kernel runs the cells above it again (silently), and execution goes
       on with the next cell: the submission loses the points of the cells that needed the lost
       one, and only those. After ``max_restarts`` such cells the rest is not run.
+    - **No figures drawn for nothing.** A grader reads scores, not plots: unless ``figures`` is
+      set, a figure a cell shows is recorded as its one-line text (``<Figure size … with 1
+      Axes>``) instead of being rendered to an image, which was most of the time a lesson took
+      to grade. The figure is still built, so code that fails while plotting still fails.
     - **Machinery failures.** A kernel that cannot start, or the course's locked setup cells
       failing before any student code has run, raise ``GradingMachineryError``: nothing of the
       submission is scored.
@@ -68,6 +77,35 @@ class GuardedExecute(Execute):
     warm = Bool(True, help="fork kernels from a server that imported the libraries once").tag(config=True)
     hidden_paths = List(Unicode(), help="folders and files kernels must not see, besides the "
                         "course root and solutions/").tag(config=True)
+    figures = Bool(False, help="render the figures cells show (off: their text only)").tag(config=True)
+    # Nothing of a graded kernel is kept: stop it at once rather than ask it to shut down.
+    shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate").tag(config=True)
+
+    async def async_start_new_kernel(self, **kwargs):
+        if not self.figures:
+            kwargs["env"] = {**os.environ, **kwargs.get("env", {}), NO_FIGURES: "1"}
+        return await super().async_start_new_kernel(**kwargs)
+
+    start_new_kernel = run_sync(async_start_new_kernel)
+
+    async def async_start_new_kernel_client(self):
+        """nbclient's kernel client, ready as soon as the kernel answers: without jupyter_client's
+        last wait for IOPub to fall quiet (0.2 s of every notebook). Replies are matched to their
+        request, so an early status message cannot be taken for a cell's output."""
+        try:
+            self.kc = self.km.client()
+            await ensure_async(self.kc.start_channels())
+            await _answered(self.kc, self.startup_timeout)
+        except Exception as err:
+            self.log.error(f"Error occurred while starting new kernel client for kernel "
+                           f"{getattr(self.km, 'kernel_id', None)}: {err}")
+            await self._async_cleanup_kernel()
+            raise
+        self.kc.allow_stdin = False
+        await run_hook(self.on_notebook_start, notebook=self.nb)
+        return self.kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
     def preprocess(self, nb, resources=None, km=None):
         NotebookClient.__init__(self, nb, km)
@@ -163,6 +201,31 @@ class GuardedExecute(Execute):
         return None
 
 
+async def _answered(kc, timeout: float) -> None:
+    """Wait until the kernel has answered ``kernel_info`` on its shell channel and its IOPub
+    channel delivers (ZeroMQ connects a subscriber late: a kernel may answer before its first
+    broadcast can arrive); raise if it dies or ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        kc.kernel_info()
+        try:
+            reply = await ensure_async(kc.shell_channel.get_msg(timeout=1))
+        except Empty:
+            reply = None
+        if reply is not None and reply["msg_type"] == "kernel_info_reply":
+            try:
+                await ensure_async(kc.iopub_channel.get_msg(timeout=0.05))
+            except Empty:
+                pass
+            else:
+                kc._handle_kernel_info_reply(reply)
+                return
+        if not await ensure_async(kc.is_alive()):
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+
+
 # ------------------------------------------------------------------ warm servers of this process
 
 
@@ -207,6 +270,15 @@ def _server(policy, course_root: str, log) -> _Server:
     entry = _Server(server, server.kernelspec(folder / "share"), ipc, folder)
     _SERVERS[key] = entry
     return entry
+
+
+def warm_up(config, course_root: Path) -> None:
+    """Start this process's warm server for kernels that will grade notebooks of ``course_root``
+    under ``config`` (the course's nbgrader settings), before the first notebook needs it."""
+    executor = GuardedExecute(config=config)
+    executor._course_root = str(Path(course_root).resolve())
+    if executor.sandbox or executor.warm:
+        _server(executor._policy() if executor.sandbox else None, executor._course_root, executor.log)
 
 
 @atexit.register

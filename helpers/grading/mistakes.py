@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import nbformat
 
-from ..checks.failure import as_written, split_what, top_level
+from ..failure_text import as_written, split_what, top_level
 from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS
 from .hidden_tests import own_failures
 from .settings import COURSE_ID

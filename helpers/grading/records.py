@@ -88,7 +88,7 @@ def merge(lesson: str, source_root: Path, root: Path, students: list[str]) -> No
                 mine_nb = dst.find_submission_notebook(nb.name, lesson, student)
                 mine_nb.late_submission_penalty = nb.late_submission_penalty
                 mine_nb.flagged = nb.flagged or (mine_nb.flagged and not was_held)
-            dst.db.commit()
+        dst.db.commit()  # the worker's share at once
 
 
 def record_not_graded(root: Path, lesson: str, student: str, reason: str, timestamp=None) -> bool:
@@ -199,18 +199,18 @@ def restore(root: Path, lesson: str, student: str) -> float:
 # ------------------------------------------------------------------ hand grades and changed answers
 
 
-def hand_graded(root: Path, lesson: str, student: str) -> dict[str, float]:
-    """grade_id -> manual score of the cells graded by hand (a hold for review's zeros left out)."""
+def hand_graded(gb, lesson: str, student: str) -> dict[str, float]:
+    """grade_id -> manual score of the cells graded by hand (a hold for review's zeros left out),
+    from the open gradebook ``gb``."""
     from nbgrader.api import MissingEntry
 
-    with gradebook(root) as gb:
-        try:
-            nb = gb.find_submission_notebook(lesson, lesson, student)
-        except MissingEntry:
-            return {}
-        held = is_held(gb, lesson, student)
-        return {g.name: g.manual_score for g in nb.grades if g.manual_score is not None
-                and not (held and g.cell.cell_type == "code")}
+    try:
+        nb = gb.find_submission_notebook(lesson, lesson, student)
+    except MissingEntry:
+        return {}
+    held = is_held(gb, lesson, student)
+    return {g.name: g.manual_score for g in nb.grades if g.manual_score is not None
+            and not (held and g.cell.cell_type == "code")}
 
 
 def changed_answers(lesson: str, before: Path, after: Path, cells) -> list[str]:
@@ -258,18 +258,18 @@ def review_hand_grades(root: Path, lesson: str, student: str, changed: list[str]
         gb.db.commit()
 
 
-def hand_grades_to_review(root: Path, lesson: str, student: str) -> list[str]:
-    """The student's hand-graded cells whose answer changed and that wait to be graded again."""
+def hand_grades_to_review(gb, lesson: str, student: str) -> list[str]:
+    """The student's hand-graded cells whose answer changed and that wait to be graded again,
+    from the open gradebook ``gb``."""
     from nbgrader.api import MissingEntry
 
-    with gradebook(root) as gb:
-        try:
-            nb = gb.find_submission_notebook(lesson, lesson, student)
-        except MissingEntry:
-            return []
-        waiting = {c.name for c in nb.comments if (c.auto_comment or "").startswith(HAND_GRADE_CHANGED)}
-        return sorted(g.name for g in nb.grades if g.name in waiting and g.needs_manual_grade
-                      and g.manual_score is not None)
+    try:
+        nb = gb.find_submission_notebook(lesson, lesson, student)
+    except MissingEntry:
+        return []
+    waiting = {c.name for c in nb.comments if (c.auto_comment or "").startswith(HAND_GRADE_CHANGED)}
+    return sorted(g.name for g in nb.grades if g.name in waiting and g.needs_manual_grade
+                  and g.manual_score is not None)
 
 
 def class_status(root: Path, lesson: str) -> dict[str, str]:

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 KERNEL_NAME = "python3-warm"
+NO_FIGURES = "ATTENTION_GRADING_NO_FIGURES"  # in a kernel's environment: figures are shown as text
 _PR_SET_CHILD_SUBREAPER = 36
 _CLONE_NEWPID = 0x20000000
 PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "torch", "ipywidgets", "ipykernel.kernelapp",
@@ -157,6 +158,10 @@ def _become_kernel(request: dict, fds: list[int], policy=None, alone: bool = Fal
     try:
         app = IPKernelApp.instance()
         app.initialize(sys.argv[1:])
+        if os.environ.get(NO_FIGURES):  # see execute.GuardedExecute.figures
+            from matplotlib_inline.config import InlineBackend
+
+            InlineBackend.instance(parent=app.shell).figure_formats = set()
         if policy is not None:
             kernel = os.getpid()
             app.shell.events.register("post_run_cell",
