@@ -28,3 +28,14 @@ def test_torch_range_admits_2_13_0_and_not_2_14():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     spec = SpecifierSet(next(_split(d)[1] for d in deps if _split(d)[0] == "torch"))
     assert "2.13.0" in spec and "2.13.1" in spec and "2.14.0" not in spec
+
+
+def test_the_fast_tier_names_real_files_and_every_checks_bite_tests():
+    """`make test-fast` (the edit loop) lists its test files by name: each exists, and no check's
+    bite tests are left out of it."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    names = re.search(r"^FAST_TESTS := (.*)$", text, re.M).group(1).split()
+    files = {ROOT / "tests" / f"test_{name}.py" for name in names}
+    assert all(f.exists() for f in files), sorted(str(f) for f in files if not f.exists())
+    missing = sorted(p.name for p in (ROOT / "tests").glob("test_checks_*.py") if p not in files)
+    assert not missing, f"check tests left out of make test-fast: {missing}"

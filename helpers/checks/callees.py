@@ -64,7 +64,7 @@ def check_names_defined(fn: Callable) -> None:
         if course in namespace:
             raise CheckFailed(
                 f"{fn.__name__} calls {name}, which this notebook does not define. {lesson}'s "
-                f"{name} is here as {course} (the setup cell imports it): call that, or paste your "
+                f"{name} is here as {course} (the setup cell imports it) — call that, or paste your "
                 f"own {name} from {lesson} into a cell above and run it.", f"call {course}, or {paste}")
         raise CheckFailed(f"{fn.__name__} calls {name}, which this notebook does not define ({name} is "
                           f"{lesson}'s exercise, and this notebook has no copy of it)",

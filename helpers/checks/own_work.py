@@ -77,5 +77,5 @@ def check_own_work(fn: Callable, check: Callable, name: str | None = None) -> No
         check(fn, verbose=False)
     if seen:
         raise CheckFailed(
-            f"{name} hands its work to the course's own {name} ({seen[0]}): the exercise asks you to "
+            f"{name} hands its work to the course's own {name} ({seen[0]}) — the exercise asks you to "
             f"compute it yourself, so this exercise scores 0 until {name} does the work in your own code")
