@@ -487,16 +487,41 @@ def offline_problems(out_dir: Path) -> dict[str, list[str]]:
     return problems
 
 
-def _export_timed(lesson: str, out_dir: Path, root: Path, threads: int) -> tuple[Path, float]:
+def inputs_digest(lesson: str, root: Path = ROOT) -> str:
+    """A digest of everything a lesson's deck is made from: its source, the helpers (the code
+    its cells run, the slide template) and the shipped results in data/."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    files = [root / "solutions" / lesson / f"{lesson}.py",
+             *sorted(p for p in (root / "helpers").rglob("*")
+                     if p.is_file() and "__pycache__" not in p.parts),
+             *sorted(p for p in (root / "data").rglob("*") if p.is_file())]
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _export_timed(lesson: str, out_dir: Path, root: Path, threads: int) -> tuple[Path, float | None]:
+    """Export one deck, unless the one in ``out_dir`` was made from the same inputs (then its
+    time is None: the deck is reused)."""
+    deck = Path(out_dir) / f"{lesson}.slides.html"
+    stamp = deck.with_suffix(".digest")
+    digest = inputs_digest(lesson, root)
+    if deck.exists() and stamp.exists() and stamp.read_text() == digest:
+        return deck, None
     os.environ["OMP_NUM_THREADS"] = str(threads)  # inherited by the kernel this worker starts
     start = time.perf_counter()
-    return export_lesson(lesson, out_dir, root), time.perf_counter() - start
+    out = export_lesson(lesson, out_dir, root)
+    stamp.write_text(digest)
+    return out, time.perf_counter() - start
 
 
 def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
            workers: int | None = None) -> list[Path]:
     """Build the solution notebooks, copy the vendor files and export each lesson's deck, as many
-    at once as there are cores (each kernel gets its share of them)."""
+    at once as there are cores (each kernel gets its share of them). A deck already in
+    ``out_dir`` that was made from the same inputs (``inputs_digest``) is kept as it is."""
     from concurrent.futures import ProcessPoolExecutor
 
     build_solutions(root)
@@ -510,7 +535,8 @@ def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
         decks = []
         for job in jobs:
             deck, seconds = job.result()
-            print(f"{deck}  ({seconds:.1f} s)", flush=True)
+            took = "unchanged inputs: kept" if seconds is None else f"{seconds:.1f} s"
+            print(f"{deck}  ({took})", flush=True)
             decks.append(deck)
     return decks
 

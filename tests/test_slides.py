@@ -15,7 +15,7 @@ import conftest
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from conftest import launch_chromium, lessons, require_chromium
+from conftest import ROOT, launch_chromium, lessons, require_chromium
 
 from helpers import deck_review, slides
 from helpers.build import solution_notebook
@@ -498,3 +498,23 @@ def test_the_speaker_view_shows_the_model_answer(deck, tmp_path):
             speaker.screenshot(path=str(tmp_path / "speaker-view.png"))
         finally:
             browser.close()
+
+
+def test_a_deck_made_from_the_same_inputs_is_kept(tmp_path, monkeypatch):
+    """`make slides` again with nothing changed executes no lesson; a changed input (here, its
+    digest) makes the deck again."""
+    made = []
+
+    def fake_export(lesson, out_dir, root):
+        made.append(lesson)
+        deck = Path(out_dir) / f"{lesson}.slides.html"
+        deck.write_text("a deck")
+        return deck
+
+    monkeypatch.setattr(slides, "export_lesson", fake_export)
+    lesson = "02_attention_lookup"
+    first = slides._export_timed(lesson, tmp_path, ROOT, 1)
+    again = slides._export_timed(lesson, tmp_path, ROOT, 1)
+    assert made == [lesson] and first[1] is not None and again == (first[0], None)
+    (tmp_path / f"{lesson}.slides.digest").write_text("made from other inputs")
+    assert slides._export_timed(lesson, tmp_path, ROOT, 1)[1] is not None and made == [lesson, lesson]
