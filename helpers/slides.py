@@ -518,10 +518,11 @@ def _export_timed(lesson: str, out_dir: Path, root: Path, threads: int) -> tuple
 
 
 def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
-           workers: int | None = None) -> list[Path]:
+           workers: int | None = None, kept: list[Path] | None = None) -> list[Path]:
     """Build the solution notebooks, copy the vendor files and export each lesson's deck, as many
     at once as there are cores (each kernel gets its share of them). A deck already in
-    ``out_dir`` that was made from the same inputs (``inputs_digest``) is kept as it is."""
+    ``out_dir`` that was made from the same inputs (``inputs_digest``) is kept as it is (and
+    added to ``kept``)."""
     from concurrent.futures import ProcessPoolExecutor
 
     build_solutions(root)
@@ -537,6 +538,8 @@ def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
             deck, seconds = job.result()
             took = "unchanged inputs: kept" if seconds is None else f"{seconds:.1f} s"
             print(f"{deck}  ({took})", flush=True)
+            if seconds is None and kept is not None:
+                kept.append(deck)
             decks.append(deck)
     return decks
 
@@ -549,7 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.lessons) - set(lesson_ids()))
     if unknown:
         parser.error(f"no such lesson: {', '.join(unknown)} (lessons: {', '.join(lesson_ids())})")
-    decks = export(args.out_dir, args.lessons)
+    kept: list[Path] = []
+    decks = export(args.out_dir, args.lessons, kept=kept)
     problems = offline_problems(args.out_dir)
     if problems:
         print(f"remote resources found: {problems}", file=sys.stderr)
@@ -560,7 +564,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{deck_review.CHROMIUM} not found: no contact sheets or PDF handouts "
               "(apt-get install chromium)", file=sys.stderr)
         return 0
-    return deck_review.main([str(deck.resolve()) for deck in decks])
+    # a kept deck was reviewed when it was made: its contact sheet and handout are still there
+    reviewed = [d for d in kept if all(d.with_name(d.name.removesuffix(".slides.html") + suffix).exists()
+                                       for suffix in (".contact.png", ".handout.pdf"))]
+    todo = [deck for deck in decks if deck not in reviewed]
+    if not todo:
+        print("every deck was kept, and its review with it")
+        return 0
+    status = deck_review.main([str(deck.resolve()) for deck in todo])
+    if status:  # a deck that failed its review is made and reviewed again next time
+        for deck in todo:
+            deck.with_suffix(".digest").unlink(missing_ok=True)
+    return status
 
 
 if __name__ == "__main__":
