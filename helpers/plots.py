@@ -94,10 +94,10 @@ def figures_shown() -> bool:
     from IPython import get_ipython
     from matplotlib.figure import Figure
 
-    shell = get_ipython()
-    if shell is None or "image/png" not in getattr(shell, "display_formatter", {}).formatters:
+    formatter = getattr(get_ipython(), "display_formatter", None)
+    if formatter is None or "image/png" not in formatter.formatters:
         return True
-    return shell.display_formatter.formatters["image/png"].for_type(Figure) is not None
+    return formatter.formatters["image/png"].for_type(Figure) is not None
 
 
 def figure_png(fig) -> bytes:

@@ -29,6 +29,7 @@ HINT_LINE = "\n  call hint() for a hint, and again for the fix"
 _HERE = Path(__file__).resolve().parent
 _CHECKER_FILES = (str(_HERE) + os.sep, str(_HERE.parent / "quiz.py"))
 
+
 class CheckFailed(AssertionError):
     """A check found a wrong result: the message names the likely mistake and why it is wrong.
 

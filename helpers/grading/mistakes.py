@@ -1,7 +1,7 @@
 """What a class got wrong: one label per failed grade cell, counted over the class.
 
 A failing check names the likely mistake in its message, "<what> (context): <diagnosis> — <why>",
-shown diagnosis first (``checks.failure.mistake_first``)
+shown diagnosis first (``helpers.failure_text.mistake_first``)
 (how to fix it is kept for ``hint()``; the message only says that it is there).
 ``mistake_of`` reduces such a message to its diagnosis without the numbers of the random
 inputs, so that two students who made the same mistake get the same label. ``class_tables``
