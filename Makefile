@@ -36,15 +36,15 @@ formgrader: build
 
 # Solution notebooks (git-ignored) built from the jupytext sources in solutions/.
 build: setup
-	$(BIN)/python -m helpers.build solutions
+	$(BIN)/python -m tooling.build
 
 release: setup
-	$(BIN)/python -m helpers.build release
+	$(BIN)/python -m helpers.grading.release
 
 # Offline reveal.js decks of every lesson (or of one: LESSON=07_transformer), executed from the
 # solution notebooks: build/slides/
 slides: build
-	$(BIN)/python -m helpers.slides build/slides $(LESSON)
+	$(BIN)/python -m tooling.slides build/slides $(LESSON)
 
 # Autograde a class: make grade LESSON=02_attention_lookup SUBMISSIONS=path/to/submissions
 # (nbgrader's submitted/ layout or a flat folder of downloaded .ipynb/.zip files; on a class hub
@@ -173,7 +173,7 @@ hub-uninstall:
 	else echo "the class accounts are kept (remove them too: make hub-uninstall ACCOUNTS=1)"; fi
 
 lint: setup
-	$(BIN)/ruff check helpers tests solutions hub
+	$(BIN)/ruff check helpers experiments tooling tests solutions hub
 
 test: setup lint build
 	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider
@@ -184,7 +184,7 @@ test: setup lint build
 # `make test` does all of that.
 FAST_TESTS := attention block calculator checks_block checks_core checks_cost checks_gpt checks_heads \
 	checks_lookup checks_masking checks_patches checks_positional checks_recurrence checks_scaling \
-	claims cost environment exercise_order gpt heads hints masking mistakes models one_charge \
+	claims cost environment exercise_order gpt heads hints layout masking mistakes models one_charge \
 	own_work patches paths plots positional quiz quiz_balance recurrence rnn_control scaled_lookup \
 	scaling sentiment
 test-fast: setup lint

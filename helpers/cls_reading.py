@@ -27,7 +27,7 @@ from . import sentiment
 from .heads import classifier_logits
 from .inspect_models import attention_forward, roles
 from .runtime import threads
-from .training import Encoded, load_model, span
+from .trained import Encoded, load_model, span
 
 SEEDS: tuple[int, ...] = (0, 1, 2)
 ROLES: tuple[str, ...] = ("[CLS]", "first word", "negation", "adjective", "distractor", "elsewhere")

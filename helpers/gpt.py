@@ -136,7 +136,7 @@ class Corpus:
 
 def load_corpus(data_dir: Path = DATA_DIR, val_fraction: float = 0.1) -> Corpus:
     """The shipped corpus (the course's own prose), its last ``val_fraction`` held out for validation."""
-    text = (paths.require(data_dir, "python -m helpers.tiny_gpt --corpus") / CORPUS).read_text(
+    text = (paths.require(data_dir, "python -m experiments.tiny_gpt --corpus") / CORPUS).read_text(
         encoding="utf-8"
     )
     chars = "".join(sorted(set(text)))

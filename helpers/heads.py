@@ -22,7 +22,7 @@ from torch import nn
 
 from . import sentiment
 from .attention import scaled_dot_product_attention
-from .training import threads
+from .runtime import threads
 
 # ----------------------------------------------------------------------------- references
 
@@ -229,7 +229,7 @@ class Ablation:
 
 
 def head_ablation(model: nn.Module, data: Mapping[str, object]) -> Ablation:
-    """Accuracy on each test set (``training.Encoded``) with every head removed in turn, and alone."""
+    """Accuracy on each test set (``trained.Encoded``) with every head removed in turn, and alone."""
     L, H = len(model.layers), model.config.n_heads
     variants = []
     for layer, head in np.ndindex(L, H):

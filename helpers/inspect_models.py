@@ -22,7 +22,7 @@ from torch import nn
 from . import sentiment
 from .block import encoder_layer, encoder_params, layer_norm
 from .plots import figure_png
-from .training import load_model
+from .trained import load_model
 from .widgets import WithFallback
 
 EXAMPLES: tuple[str, ...] = (

@@ -12,7 +12,8 @@ import json
 import os
 from pathlib import Path
 
-CHECKOUT_DATA = Path(__file__).resolve().parent.parent / "data"
+ROOT = Path(__file__).resolve().parent.parent  # the checkout (solutions/, data/, …)
+CHECKOUT_DATA = ROOT / "data"
 
 
 def data_root() -> Path:

@@ -100,21 +100,23 @@ def figures_shown() -> bool:
     return formatter.formatters["image/png"].for_type(Figure) is not None
 
 
+# A slide build draws every figure for a projector: ``tooling.projector.install()`` sets this to
+# a function (figure, dpi) -> the PNG metadata of the figure it has resized. None: as drawn.
+png_for_projector = None
+
+
 def figure_png(fig) -> bytes:
     """The figure as PNG bytes, closed afterwards (for static fallbacks of widgets); sized for a
-    projector in a slide build (``helpers.projector``). Where figures are not shown as pictures
+    projector in a slide build (``png_for_projector``). Where figures are not shown as pictures
     (``figures_shown``), no bytes: nothing is rendered."""
     import io
-
-    from . import projector
 
     if not figures_shown():
         plt.close(fig)
         return b""
 
-    dpi, metadata = 90, None
-    if projector.active():
-        metadata = projector.png_metadata(projector.for_projector(fig, dpi, tight=False))
+    dpi = 90
+    metadata = png_for_projector(fig, dpi) if png_for_projector is not None else None
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata=metadata)
     plt.close(fig)

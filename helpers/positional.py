@@ -355,17 +355,18 @@ def mean_by_offset(m, max_offset: int) -> np.ndarray:
 def learned_positions(seeds=(0, 1, 2), per_set: int = 500) -> LearnedPositions:
     """Measure the shipped attention classifiers of lesson 01 (``data/sentiment/``) on the first
     ``per_set`` reviews of each of its four test sets."""
-    from . import sentiment, training
+    from . import sentiment
+    from .trained import check_sample, initial_model, load_model, test_data
 
-    training.check_sample(seeds, per_set)
+    check_sample(seeds, per_set)
     n = sentiment.DEFAULT.max_train_words + 1  # the longest training review, with [CLS] in front
     tests = [(data.ids[:per_set], data.lengths[:per_set], data.labels[:per_set].bool())
-             for data in training.test_data(add_cls=True).values()]
+             for data in test_data(add_cls=True).values()]
     total = sum(len(labels) for *_, labels in tests)
     trained, untrained, moved, accuracy = {}, {}, {}, {}
     for seed in seeds:
-        model = training.load_model("attention", seed)
-        start = training.initial_model("attention", seed).positions.weight.detach().clone()
+        model = load_model("attention", seed)
+        start = initial_model("attention", seed).positions.weight.detach().clone()
         table = model.positions.weight.detach().clone()
         trained[seed], untrained[seed] = cosine_similarity(table[:n]), cosine_similarity(start[:n])
         moved[seed] = float((table[:n] - start[:n]).norm() / start[:n].norm())
@@ -385,7 +386,7 @@ def learned_positions(seeds=(0, 1, 2), per_set: int = 500) -> LearnedPositions:
 
 def learned_positions_table(lp: LearnedPositions) -> str:
     """Accuracy over the four test sets with each version of the table: the range over seeds."""
-    from .training import span
+    from .trained import span
 
     lines = [f"{'position table':24} accuracy (seeds {', '.join(map(str, lp.seeds))})"]
     for name in ABLATIONS:
@@ -397,7 +398,7 @@ def learned_positions_reading(lp: LearnedPositions, near: int = 3, width: int = 
     """What the figure and the table say, in sentences computed from them."""
     import textwrap
 
-    from .training import span
+    from .trained import span
 
     sin = mean_by_offset(lp.sinusoidal, near)
     learned = [mean_by_offset(lp.trained[s], near).mean() for s in lp.seeds]

@@ -18,7 +18,7 @@ import torch
 
 from . import sentiment
 from .models import build
-from .training import load_model
+from .trained import load_model
 
 
 def rnn_forward(x, w_x, w_h, b, h0=None) -> np.ndarray:

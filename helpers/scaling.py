@@ -279,15 +279,15 @@ def trained_spread(seeds: Sequence[int] = (0, 1, 2), per_set: int = 250) -> list
     """
     import torch
 
-    from . import training
+    from .trained import check_sample, initial_model, load_model, test_data
 
-    training.check_sample(seeds, per_set)
+    check_sample(seeds, per_set)
     reviews = [(data.ids[:per_set], data.lengths[:per_set])
-               for data in training.test_data(add_cls=True).values()]
+               for data in test_data(add_cls=True).values()]
     out = []
     for seed in seeds:
-        untrained = training.initial_model("attention", seed)  # what training started from
-        for trained, model in ((False, untrained), (True, training.load_model("attention", seed))):
+        untrained = initial_model("attention", seed)  # what training started from
+        for trained, model in ((False, untrained), (True, load_model("attention", seed))):
             model.eval()
             per_layer: dict[tuple[int, int], list] = {}
             for ids, lengths in reviews:
@@ -317,7 +317,7 @@ def spread_groups(spreads: Sequence[HeadSpread]) -> list[tuple[str, list[HeadSpr
 
 def trained_spread_table(spreads: Sequence[HeadSpread]) -> str:
     """Ranges over heads and seeds: score spread, entropy share, largest weight, stalled queries."""
-    from .training import span
+    from .trained import span
 
     lines = [f"{'':20} {'heads':>5}  {'std of q·k/√d':>14}  {'entropy / log n':>15}  "
              f"{'largest weight':>14}  {'stalled':>9}"]
@@ -331,7 +331,7 @@ def trained_spread_table(spreads: Sequence[HeadSpread]) -> str:
 
 def trained_spread_reading(spreads: Sequence[HeadSpread], predicted: float, width: int = 92) -> str:
     """What the table says, in sentences computed from it."""
-    from .training import span
+    from .trained import span
 
     untrained = [h.score_std for h in spreads if not h.trained]
     trained = [h for h in spreads if h.trained]

@@ -34,7 +34,7 @@ fi
 # the checkout's solutions). Built from a copy, so the checkout gets no build/ folder.
 src="$(mktemp -d)"
 trap 'rm -rf "$src"' EXIT
-cp -r "$REPO/pyproject.toml" "$REPO/README.md" "$REPO/helpers" "$src/"
+cp -r "$REPO/pyproject.toml" "$REPO/README.md" "$REPO/helpers" "$REPO/experiments" "$REPO/tooling" "$src/"
 pip_install() {
     "$ENV_DIR/bin/python" -m pip install --quiet --disable-pip-version-check "$@" 2>&1 \
         | grep -v "is ignored: it is neither" || true
@@ -46,7 +46,7 @@ if [ ! -e "$stamp" ]; then
     rm -f "$ENV_DIR"/.requirements-*
 fi
 pip_install --no-deps --force-reinstall "$src"
-"$ENV_DIR/bin/python" -c "import helpers.checks, torch, nbgrader, jupyterhub, jupyterhub_idle_culler"
+"$ENV_DIR/bin/python" -c "import helpers.checks, experiments.training, torch, nbgrader, jupyterhub, jupyterhub_idle_culler"
 [ -e "$stamp" ] || touch "$stamp"
 chmod -R go-w "$ENV_DIR"
 

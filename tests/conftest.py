@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from helpers import deck_review
+from tooling import deck_review
 
 matplotlib.use("Agg")  # tests never open windows
 
@@ -24,7 +24,7 @@ def free_port() -> int:
 
 
 def lessons() -> list[str]:
-    from helpers.build import lesson_ids
+    from tooling.build import lesson_ids
 
     return lesson_ids(ROOT)
 
@@ -42,7 +42,7 @@ def no_show(monkeypatch):
 @pytest.fixture(scope="session")
 def built_solutions() -> dict[str, Path]:
     """Build every solution notebook from its source (a no-op when up to date)."""
-    from helpers.build import build_solutions
+    from tooling.build import build_solutions
 
     return {p.parent.name: p for p in build_solutions(ROOT)}
 

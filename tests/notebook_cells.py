@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from helpers.build import solution_notebook
+from tooling.build import solution_notebook
 
 
 def notebook(source: str, **names) -> dict:

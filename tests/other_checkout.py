@@ -25,7 +25,7 @@ def clone(dest: Path) -> Path:
 
 def environment_for(checkout: Path | None, venv: Path) -> Path:
     """A virtual environment at ``venv`` whose ``helpers`` is ``checkout``'s; its python. With no
-    checkout, a copy of this course's ``helpers`` is installed in it, as on a class hub."""
+    checkout, a copy of this course's packages is installed in it, as on a class hub."""
     import shutil
 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -34,7 +34,8 @@ def environment_for(checkout: Path | None, venv: Path) -> Path:
     site = Path(subprocess.run([str(python), "-c", ask], capture_output=True, text=True,
                                check=True).stdout.strip())
     if checkout is None:
-        shutil.copytree(ROOT / "helpers", site / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+        for package in ("helpers", "experiments", "tooling"):
+            shutil.copytree(ROOT / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
         checkout = site
     (site / "other_checkout.pth").write_text(f"{checkout}\n{sysconfig.get_paths()['purelib']}\n")
     # nbgrader runs the `alembic` command found beside the interpreter

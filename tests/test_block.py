@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
+from experiments.training import load_model
 from helpers import block, inspect_models, sentiment
 from helpers.checks.block import random_encoder_layer, run_layer
-from helpers.training import load_model
 from helpers.widgets import WithFallback
 
 

@@ -11,8 +11,8 @@ import pytest
 from notebook_cells import lesson_namespace, notebook
 
 from helpers import attention, block
-from helpers.build import lesson_ids, solution_notebook
 from helpers.checks.core import COURSE_VERSIONS, CheckFailed, course_callees, with_course_callees
+from tooling.build import lesson_ids, solution_notebook
 
 NOTEBOOK = """
 def softmax(x, axis=-1):

@@ -13,9 +13,10 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
-from helpers import claims, sentiment, training  # noqa: E402
-from helpers.build import solution_notebook  # noqa: E402
+from experiments import training  # noqa: E402
+from helpers import claims, sentiment
 from helpers.quiz import check_choice  # noqa: E402
+from tooling.build import solution_notebook  # noqa: E402
 
 LESSON = "10_claims_checked"
 SOURCE = ROOT / "solutions" / LESSON / f"{LESSON}.py"
@@ -54,8 +55,9 @@ def test_every_claim_is_graded_with_its_reason():
         assert len(text) > 200 and text.strip() == text, f"{claim_id}'s feedback gives no reason"
 
 
-@pytest.mark.parametrize("path", [STUDENT, *sorted((ROOT / "helpers").rglob("*.py"))],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [STUDENT, *sorted(p for package in ("helpers", "experiments", "tooling")
+                                                   for p in (ROOT / package).rglob("*.py"))],
+                         ids=lambda p: str(p.relative_to(ROOT)))
 def test_reasons_cannot_be_read_before_answering(path):
     text = path.read_text()
     for claim_id, reason in _reasons().items():

@@ -11,8 +11,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from experiments import cost_benchmark as bench  # noqa: E402
 from helpers import cost  # noqa: E402
-from helpers import cost_benchmark as bench  # noqa: E402
 
 # ---------------------------------------------------------------- counting
 

@@ -43,7 +43,8 @@ def test_feedback_has_no_hidden_test(graded, lesson):
     blocks = re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
     hidden = {ln.strip() for b in blocks for ln in b.splitlines() if len(ln.strip()) > 25}
     public = (ROOT / "notebooks" / lesson / f"{lesson}.ipynb").read_text() + "".join(
-        p.read_text() for p in (ROOT / "helpers").rglob("*.py"))
+        p.read_text() for package in ("helpers", "experiments", "tooling")
+        for p in (ROOT / package).rglob("*.py"))
     hidden = {ln for ln in hidden if ln not in public}  # lines students can read anyway are fine
     for student in ("student000", "student001"):
         page = (root / "feedback" / student / lesson / f"{lesson}.html").read_text()

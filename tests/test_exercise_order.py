@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from conftest import ROOT, lessons
 
-from helpers.build import solution_notebook
+from tooling.build import solution_notebook
 
 LESSONS = lessons()
 MIN_CHARS = 20

@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 from conftest import ROOT
 
-from helpers import gpt, masking, tiny_gpt
+from experiments import tiny_gpt
+from helpers import gpt, masking
 from helpers.block import encoder_layer, feed_forward, layer_norm
 from helpers.heads import merge_heads, split_heads
 from helpers.runtime import threads
@@ -157,7 +158,7 @@ def test_the_corpus_is_small_and_its_licence_is_stated():
     assert corpus_file.stat().st_size <= 1_000_000
     readme = (ROOT / "data" / "README.md").read_text()
     section = readme[readme.index("## `tiny_gpt/`"):]
-    assert "MIT" in section and "python -m helpers.tiny_gpt" in section
+    assert "MIT" in section and "python -m experiments.tiny_gpt" in section
     assert "MIT" in lesson_source()
     corpus = gpt.load_corpus()
     assert corpus.decode(corpus.encode("attention")) == "attention"

@@ -85,7 +85,7 @@ def _with_missing_import(root: Path) -> None:
     the hidden tests grading runs are the ones the gradebook holds."""
     from nbgrader.utils import compute_checksum
 
-    from helpers.build import solution_notebook
+    from tooling.build import solution_notebook
 
     with records.gradebook(root) as gb:
         recorded = gb.find_source_cell("softmax_tests", LESSON, LESSON)

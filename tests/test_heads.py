@@ -9,7 +9,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from helpers import heads, training  # noqa: E402
+from experiments import training  # noqa: E402
+from helpers import heads
 from helpers.checks.heads import to_torch_mha  # noqa: E402
 
 
@@ -207,7 +208,7 @@ def test_lesson_06_statements_about_the_shipped_models():
 # ---------------------------------------------------------------- one head instead of four
 
 def test_one_head_classifier_is_the_same_size_and_trains(tmp_path):
-    from helpers import head_count
+    from experiments import head_count
 
     model = head_count.one_head()
     assert model.config.n_heads == 1 and training.n_parameters(model) == 22_689
@@ -216,15 +217,15 @@ def test_one_head_classifier_is_the_same_size_and_trains(tmp_path):
     assert results["n_heads"] == 1 and [run["seed"] for run in results["runs"]] == [0]
     assert set(training.TEST_SETS) <= set(results["runs"][0])
     assert head_count.load_model(0, tmp_path).config.n_heads == 1
-    with pytest.raises(FileNotFoundError, match="helpers.head_count"):
+    with pytest.raises(FileNotFoundError, match="experiments.head_count"):
         head_count.load_results(tmp_path / "nowhere")
 
 
 def test_shipped_one_head_results_and_what_lesson_06_says_about_them():
-    from helpers import head_count
+    from experiments import head_count
 
     one, four = head_count.load_results(), training.load_results()
-    assert one["command"] == "python -m helpers.head_count" and one["parameters"] == 22_689
+    assert one["command"] == "python -m experiments.head_count" and one["parameters"] == 22_689
     assert [run["seed"] for run in one["runs"]] == list(training.DEFAULT.seeds)
     for run in one["runs"]:  # the shipped weights give the stored accuracies
         model = head_count.load_model(run["seed"])

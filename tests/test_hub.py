@@ -303,7 +303,7 @@ def test_make_hub_refuses_files_other_accounts_can_read_and_names_the_fix(hub):
 
 def test_a_student_reads_the_lessons_data_but_not_the_instructors_files(hub):
     user = RIGHT[0]
-    probe = ("import helpers, helpers.training as t, helpers.vision as v; "
+    probe = ("import helpers, experiments.training as t, experiments.vision as v; "
              "print(helpers.__file__); print(len(t.load_results()), len(v.load_results()))")
     ran = hub.as_user(user, "student", "python", "-c", probe, cwd=Path("/tmp"))
     assert ran.returncode == 0, f"a student's kernel cannot load the shipped results:\n{ran.stderr[-2000:]}"

@@ -124,7 +124,7 @@ def test_the_image_recipe_builds_the_course_environment(tmp_path):
     assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
     assert not (prefix / "course").exists() and not (prefix / "proxy").exists()
     python = Path(env.get("HUB_ENV", prefix / "env")) / "bin" / "python"
-    probe = "import helpers.training as t, jupyterhub; print(len(t.load_results()), jupyterhub.__version__)"
+    probe = "import helpers.trained as t, jupyterhub; print(len(t.load_results()), jupyterhub.__version__)"
     ran = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path,
                          env={"ATTENTION_DATA": str(prefix / "data"), "PATH": "/usr/bin:/bin"})
     assert ran.returncode == 0, ran.stderr[-2000:]

@@ -11,7 +11,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from helpers import block_diagram, cls_reading, decoding, norm_warmup, sentiment, training  # noqa: E402
+from experiments import decoding, norm_warmup, training  # noqa: E402
+from helpers import block_diagram, cls_reading, sentiment
 
 # ---------------------------------------------------------------- [CLS] reading, all three seeds
 

@@ -8,7 +8,8 @@ import pytest
 from conftest import ROOT, lessons
 from nbclient import NotebookClient
 
-from helpers.build import release, solution_notebook
+from helpers.grading.release import release
+from tooling.build import solution_notebook
 
 LESSONS = lessons()
 CHECK_CALL = re.compile(r"^(check|grade|expect)_\w+$")

@@ -4,7 +4,8 @@ installed copy of the helpers (the class hub's shared environment, a container i
 import pytest
 from conftest import ROOT
 
-from helpers import paths, training
+from experiments import training
+from helpers import paths
 
 
 def test_a_checkout_finds_data_beside_the_helpers(monkeypatch):

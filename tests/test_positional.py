@@ -215,7 +215,7 @@ def test_learned_positions_backs_lesson_05s_sentences(learned):
 
 
 def test_learned_positions_measures_what_it_says(learned):
-    from helpers.training import initial_model, load_model
+    from experiments.training import initial_model, load_model
 
     n = learned.n_positions
     table = load_model("attention", 2).positions.weight.detach()[:n]

@@ -6,8 +6,8 @@ import base64
 import matplotlib.pyplot as plt
 import pytest
 
-from helpers import projector
 from helpers.plots import figure_png
+from tooling import projector
 
 
 def _figure(width=10.0, height=4.0, small=7):
@@ -49,7 +49,10 @@ def test_large_text_is_left_alone(monkeypatch):
 
 
 def test_measure_only_changes_nothing_and_the_png_records_the_size(monkeypatch):
+    from helpers import plots
+
     monkeypatch.setenv(projector.ENV, "measure")
+    monkeypatch.setattr(plots, "png_for_projector", projector._widget_png_metadata)  # what install() sets
     fig = _figure()
     fig.canvas.draw()  # the tick labels exist once drawn
     sizes = [t.get_fontsize() for t in projector._texts(fig)]
@@ -58,10 +61,13 @@ def test_measure_only_changes_nothing_and_the_png_records_the_size(monkeypatch):
     assert projector.text_px_of_png(png) == pytest.approx(7 * 90 / 72, abs=0.01)
     monkeypatch.delenv(projector.ENV)
     assert projector.text_px_of_png(figure_png(_figure())) is None, "outside a slide build nothing is added"
+    monkeypatch.setattr(plots, "png_for_projector", None)
+    monkeypatch.setenv(projector.ENV, "measure")
+    assert projector.text_px_of_png(figure_png(_figure())) is None, "a library figure without install()"
 
 
 def test_inline_figures_of_a_slide_kernel_go_through_the_projector():
-    """What helpers.slides.execute does: install() in an IPython shell, then display a figure."""
+    """What tooling.slides.execute does: install() in an IPython shell, then display a figure."""
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()

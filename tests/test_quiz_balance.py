@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 import pytest
 from conftest import ROOT, lessons
 
-from helpers.build import solution_notebook
+from tooling.build import solution_notebook
 
 LONGEST_RIGHT_MAX = 1.5  # × chance
 LETTER_SHARE = (0.5, 1.5)  # × a letter's fair share

@@ -8,7 +8,8 @@ import re
 import pytest
 import torch
 
-from helpers import paths, rnn_control, sentiment, training
+from experiments import rnn_control, training
+from helpers import paths, sentiment
 
 LESSON = paths.CHECKOUT_DATA.parent / "solutions" / "01_rnn_bottleneck" / "01_rnn_bottleneck.py"
 EVAL_TOLERANCE = 0.001  # as in tests/test_training.py: one review in 1,000 per test set
@@ -36,7 +37,7 @@ def test_shipped_files_exist_and_are_small():
 
 
 def test_the_control_changes_only_the_fillers(control, shipped):
-    assert control["command"] == "python -m helpers.rnn_control" and control["model"] == "rnn"
+    assert control["command"] == "python -m experiments.rnn_control" and control["model"] == "rnn"
     task = sentiment.TaskConfig(**{k: tuple(map(tuple, v)) if k == "test_sets" else v
                                    for k, v in control["task"].items()})
     assert task == dataclasses.replace(sentiment.DEFAULT, max_fillers=0)
@@ -147,7 +148,7 @@ def test_retraining_reproduces_seed_0(control):
 
 
 def test_missing_files_name_the_command(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m helpers.rnn_control"):
+    with pytest.raises(FileNotFoundError, match="python -m experiments.rnn_control"):
         rnn_control.load_results(tmp_path)
-    with pytest.raises(FileNotFoundError, match="python -m helpers.rnn_control"):
+    with pytest.raises(FileNotFoundError, match="python -m experiments.rnn_control"):
         rnn_control.load_model(0, tmp_path)

@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from experiments import scaled_lookup as sl  # noqa: E402
 from helpers import paths  # noqa: E402
-from helpers import scaled_lookup as sl  # noqa: E402
 
 LESSON = paths.CHECKOUT_DATA.parent / "solutions" / "03_scaling" / "03_scaling.py"
 
@@ -25,7 +25,7 @@ def runs():
 
 def test_file_holds_both_variants_for_every_seed(runs):
     c = runs["config"]
-    assert runs["command"] == "python -m helpers.scaled_lookup"
+    assert runs["command"] == "python -m experiments.scaled_lookup"
     assert c == json_roundtrip(dataclasses.asdict(sl.LookupConfig())), "not the default experiment"
     assert c["d_k"] >= 128 and len(c["seeds"]) >= 3
     for name, _ in sl.VARIANTS:
@@ -137,5 +137,5 @@ def test_short_retraining_reproduces_the_shipped_runs(runs):
 
 
 def test_missing_file_names_the_command(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m helpers.scaled_lookup"):
+    with pytest.raises(FileNotFoundError, match="python -m experiments.scaled_lookup"):
         sl.load_results(tmp_path)

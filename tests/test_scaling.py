@@ -243,7 +243,7 @@ def spreads():
 
 @pytest.fixture(scope="module")
 def predicted():
-    from helpers.training import load_model
+    from experiments.training import load_model
 
     return sc.init_prediction(load_model("attention", 0))
 
@@ -252,7 +252,7 @@ def test_init_prediction_is_sigma_squared_of_xavier_on_unit_inputs(predicted):
     # Xavier on the (3D, D) projection: weight variance 2/(4D), component variance D·2/(4D) = ½.
     assert predicted == pytest.approx(0.5)
     # and a measurement agrees: unit-variance tokens through a freshly initialised projection
-    from helpers.training import initial_model
+    from experiments.training import initial_model
 
     layer = initial_model("attention", 7).layers[0]
     x = torch.randn(4000, 32)
@@ -265,7 +265,7 @@ def test_initial_model_is_where_training_started():
     """The untrained model of a seed is the one train_run starts from: same weights after zero steps."""
     from dataclasses import replace
 
-    from helpers import training
+    from experiments import training
 
     config = replace(training.DEFAULT, epochs=1, n_train=64)
     trained = training.train_run("attention", 3, config, fast=True)
@@ -297,7 +297,7 @@ def test_trained_spread_backs_lesson_03s_sentences(spreads, predicted):
 
 def test_trained_spread_measures_what_it_says():
     """The statistics of one head agree with a direct computation, review by review."""
-    from helpers.training import load_model, test_data
+    from experiments.training import load_model, test_data
 
     (h,) = [s for s in sc.trained_spread(seeds=(1,), per_set=1) if s.trained and s.layer == 1 and s.head == 2]
     model = load_model("attention", 1)

@@ -1,6 +1,6 @@
 """Offline slides: a lesson's deck shows what it should, loads nothing remote, and runs in a browser.
 
-The remote-URL rule is ``helpers.slides.remote_references``: a remote URL (``https://``, ``http://``
+The remote-URL rule is ``tooling.slides.remote_references``: a remote URL (``https://``, ``http://``
 or ``//host``) must not be *loaded* — no ``src``, ``<link href>``, CSS ``url()``/``@import`` or
 script URL — while links a reader may click and text (a citation in the prose) are allowed. In the
 vendored JavaScript every URL counts unless it is a reviewed mention (``JS_MENTIONS``). The browser
@@ -17,8 +17,8 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import ROOT, launch_chromium, lessons, require_chromium
 
-from helpers import deck_review, slides
-from helpers.build import solution_notebook
+from tooling import deck_review, slides
+from tooling.build import solution_notebook
 
 LESSON = "02_attention_lookup"
 CDN_HOSTS = ("unpkg.com", "cdnjs.cloudflare.com", "cdn.jsdelivr.net", "fonts.googleapis.com",

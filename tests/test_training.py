@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from helpers import training as tr
+from experiments import training as tr
 
 # Evaluating stored weights is a well-conditioned forward pass: another CPU could only flip a review
 # whose logit lies within rounding of 0. Allow one review in 1,000 per test set.
@@ -33,7 +33,7 @@ def test_shipped_files_exist_and_are_small():
 
 
 def test_results_describe_the_experiment(results):
-    assert results["command"] == "python -m helpers.training"
+    assert results["command"] == "python -m experiments.training"
     assert results["config"] == json.loads(json.dumps(dataclasses.asdict(tr.DEFAULT)))
     assert results["config"]["n_train"] == 8000 and results["config"]["epochs"] == 20
     assert results["parameters"] == {"rnn": 3089, "lstm": 7889, "attention": 22689}
@@ -133,9 +133,9 @@ def test_benchmark_prints_both_timings_and_the_ratio(capsys):
 
 
 def test_missing_files_name_the_command(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m helpers.training"):
+    with pytest.raises(FileNotFoundError, match="python -m experiments.training"):
         tr.load_results(tmp_path)
-    with pytest.raises(FileNotFoundError, match="python -m helpers.training"):
+    with pytest.raises(FileNotFoundError, match="python -m experiments.training"):
         tr.load_model("rnn", 0, tmp_path)
 
 

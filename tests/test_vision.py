@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from experiments import vision as v
 from helpers import image_task as it  # never `from ... import test_set`: pytest would collect it
 from helpers import patches as pt
-from helpers import vision as v
 
 # ---------------------------------------------------------------- the task
 
@@ -155,9 +155,9 @@ def test_run_experiment_writes_loadable_files(tmp_path):
     assert v.plot_histories(results).get_ylabel() == "test accuracy"
     plt.close("all")
     assert len(v.runs_table(results).splitlines()) == 1 + 2 * len(v.MODEL_NAMES)
-    with pytest.raises(FileNotFoundError, match="python -m helpers.vision"):
+    with pytest.raises(FileNotFoundError, match="python -m experiments.vision"):
         v.load_model("vit", 2, tmp_path)
-    with pytest.raises(FileNotFoundError, match="python -m helpers.vision"):
+    with pytest.raises(FileNotFoundError, match="python -m experiments.vision"):
         v.load_results(tmp_path / "nowhere")
 
 
@@ -185,7 +185,7 @@ def test_shipped_weights_reproduce_the_shipped_results(held_out, n_train):
     """Load every data/vision/[n_train_N/]*_seed*.pt, re-evaluate on the regenerated test set, compare."""
     folder = v.sweep_dir(n_train)
     results = v.load_results(folder)
-    command = "python -m helpers.vision" + ("" if n_train == v.DEFAULT.n_train else " --sweep")
+    command = "python -m experiments.vision" + ("" if n_train == v.DEFAULT.n_train else " --sweep")
     assert results["command"] == command and results["seeds"] == list(v.SEEDS)
     training = dict(v.TrainConfig(n_train=n_train).__dict__)
     training.pop("seed")

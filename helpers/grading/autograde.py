@@ -42,8 +42,8 @@ from pathlib import Path
 import nbformat
 from traitlets.config import Config
 
-from ..build import ROOT
-from . import exchange, hidden_tests, records, sandbox
+from ..paths import ROOT
+from . import cells, exchange, hidden_tests, records, sandbox
 from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS, GradingMachineryError, is_cap_marker, warm_up
 from .settings import COURSE_ROOT, configure, offline_feedback
 from .submissions import DEFAULT_PATTERN, DuplicateStudentError, import_submissions
@@ -140,7 +140,7 @@ def prepare(lesson: str, root: Path) -> None:
     """Record the lesson (and its hidden tests) in the grading root's gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from ..build import build_solutions
+    from tooling.build import build_solutions
 
     build_solutions()
     Path(root).mkdir(parents=True, exist_ok=True)
@@ -424,7 +424,7 @@ def _run_workers(lesson: str, root: Path, students: list[str], launched: list[tu
         for student in done:
             dest = root / "autograded" / student / lesson
             # the copy the hand grades were given on, before it is replaced
-            changed = records.changed_answers(lesson, dest / f"{lesson}.ipynb",
+            changed = cells.changed_answers(lesson, dest / f"{lesson}.ipynb",
                                               wroot / "autograded" / student / lesson / f"{lesson}.ipynb",
                                               hand[student])
             shutil.rmtree(dest, ignore_errors=True)
@@ -442,7 +442,7 @@ _MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 
 def solution_answers(lesson: str) -> dict[str, str]:
     """grade_id -> each solution cell's text as a student would type it (no markers)."""
-    from ..build import solution_notebook
+    from tooling.build import solution_notebook
 
     return {c.metadata["nbgrader"]["grade_id"]: "\n".join(
         line for line in c.source.splitlines() if not _MARKERS.match(line))

@@ -16,7 +16,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from ..build import ROOT
+from ..paths import ROOT
 
 DISTRIBUTION = "attention-from-scratch"
 MARK = "COURSE-ENVIRONMENT "  # how the probe's one line of results begins

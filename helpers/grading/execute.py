@@ -171,7 +171,7 @@ class GuardedExecute(Execute):
         return self.km
 
     def _policy(self):
-        from ..build import ROOT
+        from ..paths import ROOT
         from . import sandbox
 
         grading_root = self._course_root or str(ROOT / "solutions")  # no course root: hide nothing more

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 
+from .cells import nbgrader_meta
 from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -30,10 +31,6 @@ _MAGIC = re.compile(r"^\s*[%!]")
 # memory, a kernel lost to what an answer did): never the tests' own failure.
 JUDGEMENTS = ("AssertionError", "CheckFailed", "NotImplementedError")
 LIMITS = (*TIME_LIMIT_ERRORS, KERNEL_DIED, "NotRun", "MemoryError")
-
-
-def _nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader") or {}
 
 
 def _tree(source: str) -> ast.Module | None:
@@ -62,10 +59,10 @@ def cell_imports(source: str) -> list[str]:
 def imports(lesson: str, root: Path | None = None) -> dict[str, list[str]]:
     """import statement -> the grade cells that make it, over the lesson's grade cells in its
     source (``solutions/``) and, when ``root``'s gradebook has recorded the lesson, there."""
-    from ..build import solution_notebook
+    from tooling.build import solution_notebook
 
-    cells = [(_nbgrader(c)["grade_id"], c.source) for c in solution_notebook(lesson).cells
-             if c.cell_type == "code" and _nbgrader(c).get("grade")]
+    cells = [(nbgrader_meta(c)["grade_id"], c.source) for c in solution_notebook(lesson).cells
+             if c.cell_type == "code" and nbgrader_meta(c).get("grade")]
     if root is not None and (Path(root) / "gradebook.db").exists():
         cells += _recorded_grade_cells(lesson, Path(root))
     found: dict[str, list[str]] = {}
@@ -98,11 +95,11 @@ def _recorded_grade_cells(lesson: str, root: Path) -> list[tuple[str, str]]:
 @lru_cache(maxsize=32)
 def learner_names(lesson: str) -> frozenset[str]:
     """Names the learner's answers define: what the lesson's solution cells bind."""
-    from ..build import solution_notebook
+    from tooling.build import solution_notebook
 
     names: set[str] = set()
     for cell in solution_notebook(lesson).cells:
-        if cell.cell_type == "code" and _nbgrader(cell).get("solution"):
+        if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
             tree = _tree(cell.source)
             if tree is not None:
                 names |= _bound(tree.body)
@@ -218,7 +215,7 @@ def own_failure(cell, learner: frozenset[str]) -> OwnFailure | None:
     must read none of the learner's names nor anything the cell computed from them.
     """
     errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-    if cell.get("cell_type") != "code" or not _nbgrader(cell).get("grade") or not errors:
+    if cell.get("cell_type") != "code" or not nbgrader_meta(cell).get("grade") or not errors:
         return None
     error = errors[-1]
     if error.get("ename") in JUDGEMENTS + LIMITS:
@@ -246,13 +243,13 @@ def own_failures(autograded: Path | nbformat.NotebookNode, lesson: str) -> dict[
     for cell in nb.cells:
         failure = own_failure(cell, learner)
         if failure:
-            found[_nbgrader(cell).get("grade_id", "?")] = failure
+            found[nbgrader_meta(cell).get("grade_id", "?")] = failure
     return found
 
 
 def ran_without_error(autograded: nbformat.NotebookNode, statement: str) -> bool:
     """Whether a grade cell containing ``statement`` ran to its end in this notebook."""
-    return any(cell.cell_type == "code" and _nbgrader(cell).get("grade") and statement in cell.source
+    return any(cell.cell_type == "code" and nbgrader_meta(cell).get("grade") and statement in cell.source
                and cell.get("outputs") is not None
                and not any(o.get("output_type") == "error" for o in cell.outputs)
                and cell.get("execution_count") is not None

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 import nbformat
 
 from ..failure_text import as_written, split_what, top_level
+from .cells import exercises, load, nbgrader_meta, squash
 from .execute import KERNEL_DIED, TIME_LIMIT_ERRORS
 from .hidden_tests import own_failures
-from .settings import COURSE_ID
+from .records import COURSE_ID
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -127,61 +128,31 @@ def _shorten(text: str) -> str:
 # ------------------------------------------------------------------ blank submissions
 
 
-def _load(nb: nbformat.NotebookNode | Path | str) -> nbformat.NotebookNode:
-    return nb if isinstance(nb, nbformat.NotebookNode) else nbformat.read(str(nb), as_version=4)
-
-
-def _nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader") or {}
-
-
-def _squash(cell) -> str:
-    src = cell.get("source", "")
-    return "".join(("".join(src) if isinstance(src, list) else str(src)).split())
-
-
 def blank_cells(submitted_nb: nbformat.NotebookNode | Path,
                 released_nb: nbformat.NotebookNode | Path) -> set[str]:
     """grade_ids of the solution cells left as released (whitespace aside; a deleted cell counts)."""
-    released = {_nbgrader(c)["grade_id"]: _squash(c) for c in _load(released_nb).cells
-                if _nbgrader(c).get("solution") and _nbgrader(c).get("grade_id")}
-    changed = {_nbgrader(c).get("grade_id") for c in _load(submitted_nb).cells
-               if _nbgrader(c).get("grade_id") in released
-               and _squash(c) != released[_nbgrader(c)["grade_id"]]}
+    released = {nbgrader_meta(c)["grade_id"]: squash(c) for c in load(released_nb).cells
+                if nbgrader_meta(c).get("solution") and nbgrader_meta(c).get("grade_id")}
+    changed = {nbgrader_meta(c).get("grade_id") for c in load(submitted_nb).cells
+               if nbgrader_meta(c).get("grade_id") in released
+               and squash(c) != released[nbgrader_meta(c)["grade_id"]]}
     return set(released) - changed
 
 
 def is_blank(submitted_nb: nbformat.NotebookNode | Path, released_nb: nbformat.NotebookNode | Path) -> bool:
     """Whether every solution cell of the submission is as released."""
-    released = _load(released_nb)
-    solutions = {_nbgrader(c).get("grade_id") for c in released.cells if _nbgrader(c).get("solution")}
+    released = load(released_nb)
+    solutions = {nbgrader_meta(c).get("grade_id") for c in released.cells if nbgrader_meta(c).get("solution")}
     return bool(solutions) and blank_cells(submitted_nb, released) == solutions
-
-
-def exercises(released_nb: nbformat.NotebookNode | Path) -> dict[str, list[str]]:
-    """grade cell -> the solution cells it grades: the cell itself if it is one, else those since
-    the previous grade cell (or, when there are none, the same ones as the previous grade cell)."""
-    found, pending, last = {}, [], []
-    for cell in _load(released_nb).cells:
-        meta = _nbgrader(cell)
-        gid = meta.get("grade_id")
-        if not gid:
-            continue
-        if meta.get("grade"):
-            found[gid] = [gid] if meta.get("solution") else (pending or last)
-            last, pending = found[gid], []
-        elif meta.get("solution"):
-            pending.append(gid)
-    return found
 
 
 def cell_errors(path: Path) -> dict[str, tuple[str, str]]:
     """grade_id -> (ename, evalue) of the error a grade cell of an autograded notebook ended with."""
     errors = {}
-    for cell in _load(path).cells if Path(path).exists() else []:
+    for cell in load(path).cells if Path(path).exists() else []:
         outs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        gid = _nbgrader(cell).get("grade_id")
-        if gid and _nbgrader(cell).get("grade") and outs:
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid and nbgrader_meta(cell).get("grade") and outs:
             errors[gid] = (str(outs[-1].get("ename", "")), str(outs[-1].get("evalue", "")))
     return errors
 
@@ -202,7 +173,7 @@ def class_tables(root: Path, lesson: str, status: dict[str, str],
     if unknown:
         raise ValueError(f"unknown status {unknown}; expected one of {', '.join(STATUSES)}")
     root = Path(root)
-    released_nb = _load(released)
+    released_nb = load(released)
     graded_by = exercises(released_nb)
     order = {gid: i for i, gid in enumerate(graded_by)}
     summary: list[dict] = []

@@ -18,6 +18,7 @@ import contextlib
 import warnings
 from pathlib import Path
 
+COURSE_ID = "attention-from-scratch"  # in the gradebook, the exchange and every nbgrader setting
 HOLD = "Held for review: "  # how the comments that hold a score at zero begin
 NOT_GRADED = "Not graded: "
 FOR_INSTRUCTOR = "For the instructor (left out of feedback): "  # review notes in the formgrader
@@ -34,8 +35,6 @@ def gradebook(root: Path):
     """
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SAWarning
-
-    from .settings import COURSE_ID
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SAWarning)
@@ -138,7 +137,7 @@ def _answer_order(lesson: str) -> dict[str, int]:
     """grade_id -> position of each answer cell in the released notebook."""
     import nbformat
 
-    from ..build import ROOT
+    from ..paths import ROOT
 
     released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
     if not released.exists():
@@ -211,29 +210,6 @@ def hand_graded(gb, lesson: str, student: str) -> dict[str, float]:
     held = is_held(gb, lesson, student)
     return {g.name: g.manual_score for g in nb.grades if g.manual_score is not None
             and not (held and g.cell.cell_type == "code")}
-
-
-def changed_answers(lesson: str, before: Path, after: Path, cells) -> list[str]:
-    """Of the grade cells ``cells``, those whose answer differs between two graded copies of a
-    submission (whitespace aside). The answer of a grade cell is its own text when the learner
-    writes in it (a free-text answer), else the answer cells it grades. Without the earlier copy
-    no answer can be shown unchanged: every one counts as changed."""
-    from ..build import ROOT
-    from .mistakes import _load, _nbgrader, _squash, exercises
-
-    if not cells:
-        return []
-    if not Path(before).exists():
-        return sorted(cells)
-    graded_by = exercises(ROOT / "notebooks" / lesson / f"{lesson}.ipynb")
-
-    def texts(path):
-        cells = _load(path).cells
-        return {_nbgrader(c)["grade_id"]: _squash(c) for c in cells if _nbgrader(c).get("grade_id")}
-
-    old, new = texts(before), texts(after)
-    return sorted(cell for cell in cells
-                  if any(old.get(answer) != new.get(answer) for answer in graded_by.get(cell, [cell])))
 
 
 def review_hand_grades(root: Path, lesson: str, student: str, changed: list[str]) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..build import ROOT
+from ..paths import ROOT
 from .execute import GradingMachineryError
 from .mistakes import cell_errors, mistake_of
 

@@ -32,11 +32,11 @@ from nbgrader.preprocessors import (
 from nbgrader.utils import is_grade, is_locked, is_solution
 from traitlets.config import Config
 
-from ..build import ROOT
+from ..paths import ROOT
 from .execute import GuardedExecute
+from .records import COURSE_ID
 from .validation import configure_validation
 
-COURSE_ID = "attention-from-scratch"
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 # The course root: gradebook, submitted/, autograded/, feedback/ (git-ignored). An instructor
 # may keep it elsewhere (a backed-up disk) by setting ATTENTION_COURSE_ROOT for every command.

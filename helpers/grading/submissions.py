@@ -73,7 +73,7 @@ from zoneinfo import ZoneInfo
 
 import nbformat
 
-from ..build import ROOT
+from ..paths import ROOT
 from . import platforms
 
 DEFAULT_PATTERN = r"""(?ix)

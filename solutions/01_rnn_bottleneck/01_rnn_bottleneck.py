@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from IPython.display import Markdown, display
 
+from experiments.training import run_experiment
 from helpers import sentiment
 from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.core import expect_close, fresh_seeds, quiet
@@ -40,7 +41,7 @@ from helpers.models import LABELS, build, n_parameters
 from helpers.quiz import check_choice, grade_choice
 from helpers.recurrence import gradient_profile
 from helpers.recurrence_plots import plot_gradient_by_distance, plot_lengths, plot_paths
-from helpers.training import accuracy_ranges, load_results, results_markdown, run_experiment
+from helpers.trained import accuracy_ranges, load_results, results_markdown
 
 np.set_printoptions(precision=3, suppress=True)
 
@@ -276,7 +277,7 @@ print(f"plain RNN: the same as multiplying by {step:.2f} at each of the 40 steps
 #
 # All three models were trained the same way: the 8,000 training reviews above, Adam (learning
 # rate 0.01, gradients clipped to norm 1), 20 epochs, three seeds each. The command
-# `python -m helpers.training` does it in a few minutes and stores the weights and the accuracies
+# `python -m experiments.training` does it in a few minutes and stores the weights and the accuracies
 # in `data/sentiment/`; it reproduces the stored files exactly on the same machine. This lesson
 # loads them. Set `RETRAIN = True` to train all nine runs again here instead.
 
@@ -349,12 +350,12 @@ for name in after.ratios:
 # drawn the same way but **without filler phrases** (half of them still end on a distractor),
 # then evaluated on the same four test sets. If distance is the cause, the control learns the
 # short reviews; if the RNN cannot hold the rule at all, it fails on them too. The command
-# `python -m helpers.rnn_control` trains its three runs (half a minute of CPU) and stores them in
+# `python -m experiments.rnn_control` trains its three runs (half a minute of CPU) and stores them in
 # `data/sentiment_control/`; this lesson loads them. Set `RETRAIN_CONTROL = True` to train them
 # here instead.
 
 # %%
-from helpers import rnn_control
+from experiments import rnn_control
 
 RETRAIN_CONTROL = False
 control = rnn_control.run_experiment(out_dir=None) if RETRAIN_CONTROL else rnn_control.load_results()

@@ -397,7 +397,7 @@ print(f"std of q·k / √64:           {spread.scaled_score_std:.3f}")
 # %%
 from helpers.plots import plot_trained_spread
 from helpers.scaling import init_prediction, trained_spread, trained_spread_reading, trained_spread_table
-from helpers.training import load_model
+from helpers.trained import load_model
 
 predicted = init_prediction(load_model("attention", seed=0))  # σ² for this model's initialisation
 spreads = trained_spread(seeds=(0, 1, 2))
@@ -427,7 +427,7 @@ print(trained_spread_reading(spreads, predicted))
 # over. The two variants differ only in the scores, `q·k / √128` or `q·k`. Everything else is
 # the same: the initial weights (drawn so that every component of `q` and `k` starts with
 # variance about 1, the argument's assumption), the batches of 64 fresh lookups, Adam at the
-# same learning rate, 400 steps, three seeds. The command `python -m helpers.scaled_lookup`
+# same learning rate, 400 steps, three seeds. The command `python -m experiments.scaled_lookup`
 # trains the six runs (half a minute of CPU) and stores them in `data/scaled_lookup/`; this
 # lesson loads them. Left: the training loss (line: median over the seeds; band: lowest to
 # highest). Right: the average weight a query puts on the right pair, measured on 256 fixed
@@ -436,7 +436,7 @@ print(trained_spread_reading(spreads, predicted))
 # %%
 from IPython.display import Markdown
 
-from helpers import scaled_lookup
+from experiments import scaled_lookup
 
 lookup_runs = scaled_lookup.load_results()
 scaled_lookup.plot_scaled_lookup(lookup_runs)

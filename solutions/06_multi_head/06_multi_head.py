@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from helpers import training
+from helpers import trained
 from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.callees import check_names_defined
 from helpers.checks.core import as_array, expect_close, fresh_seeds, quiet
@@ -57,6 +57,7 @@ from helpers.heads import (
 )
 from helpers.masking import masked_attention as course_masked_attention  # lesson 04's, the course's version
 from helpers.quiz import check_choice, grade_choice
+from helpers.runtime import threads
 
 torch.set_printoptions(precision=3, sci_mode=False)
 
@@ -344,7 +345,7 @@ print("your output equals nn.MultiheadAttention's:", torch.allclose(yours_out, t
 
 # %%
 seeds = (0, 1, 2)
-models = {seed: training.load_model("attention", seed) for seed in seeds}
+models = {seed: trained.load_model("attention", seed) for seed in seeds}
 sentence = "the food was not good".split()
 tokens, patterns = review_patterns(models[0], sentence)  # patterns: (L, H, T, T)
 plot_head_patterns(tokens, patterns[0], "seed 0, layer 1: the four heads on one review")
@@ -392,8 +393,8 @@ for seed, model in models.items():
 # make sure it computes exactly what the model computes:
 
 # %%
-test_sets = training.test_data(add_cls=True)  # four sets of 1,000 reviews, [CLS] in front
-with training.threads(1):  # products this small run faster on one thread
+test_sets = trained.test_data(add_cls=True)  # four sets of 1,000 reviews, [CLS] in front
+with threads(1):  # products this small run faster on one thread
     for name, data in test_sets.items():
         ours = classifier_logits(models[0], data.ids, data.lengths)  # (N,)
         print(f"{name:<11} logits identical to the model's: {torch.equal(ours, models[0](data.ids, data.lengths))}")
@@ -448,9 +449,9 @@ for seed, summary, result in zip(seeds, summaries, ablations):
     for layer, (head, kept) in enumerate(summary["best_alone"]):
         print(f"seed {seed}, layer {layer + 1}: the best single head ({head}) keeps {kept:.1f}% or more on "
               f"every test set (all heads: {100 * result.full.min():.1f}%)")
-free = training.span([s["free"] for s in summaries], ".0f")
-costliest = training.span([s["costliest"][2] for s in summaries])
-alone = training.span([kept for s in summaries for _, kept in s["best_alone"]])
+free = trained.span([s["free"] for s in summaries], ".0f")
+costliest = trained.span([s["costliest"][2] for s in summaries])
+alone = trained.span([kept for s in summaries for _, kept in s["best_alone"]])
 print(f"\nOver the {len(seeds)} seeds, measured after training, one change at a time: {free} of "
       f"{summaries[0]['heads']} heads can each be removed at < 1 point, the costliest head costs {costliest} "
       f"points, and the best head of a layer, kept alone, holds {alone}% on its worst test set.")
@@ -489,13 +490,13 @@ print("The costliest head sits in layer " + ", ".join(
 #
 # That last question can be asked directly. Train the same classifier — the same width 32, the same
 # 22,689 parameters, lesson 01's recipe and seeds — with **one head of width 32** in each layer
-# instead of four of width 8 (`python -m helpers.head_count`, results shipped in `data/heads/`).
+# instead of four of width 8 (`python -m experiments.head_count`, results shipped in `data/heads/`).
 # Accuracy on each test set, the range over the three seeds:
 
 # %%
-from helpers import head_count
+from experiments import head_count
 
-print("\n".join(head_count.comparison(head_count.load_results(), training.load_results())))
+print("\n".join(head_count.comparison(head_count.load_results(), trained.load_results())))
 print()
 for seed in seeds:
     tokens, patterns = review_patterns(head_count.load_model(seed), sentence)

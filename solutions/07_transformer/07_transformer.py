@@ -37,7 +37,8 @@ import torch
 from IPython.display import display
 from torch import nn
 
-from helpers import cls_reading, decoding, inspect_models, norm_warmup, sentiment, training
+from experiments import decoding, norm_warmup
+from helpers import cls_reading, inspect_models, sentiment, trained
 from helpers.attention import scaled_dot_product_attention
 from helpers.block import decoder_block, decoder_params, encoder_params, transformer_parameters
 from helpers.block_diagram import plot_block_diagrams
@@ -45,6 +46,7 @@ from helpers.checks import hint  # after a failing check: hint() for a hint, hin
 from helpers.checks.block import check_encoder_block, check_feed_forward, check_layer_norm, run_layer
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.quiz import check_choice, grade_choice
+from helpers.runtime import threads
 
 torch.set_printoptions(precision=3, sci_mode=False)
 np.set_printoptions(precision=3, suppress=True)
@@ -345,7 +347,7 @@ expect_close(_got, run_layer(_layer, _x, _causal), "encoder_block (post-norm, de
 # trained for 200 steps with Adam at learning rate 5·10⁻³, either at full rate from the first step
 # or with a warm-up that raises the rate linearly over the first 50 steps; every combination with
 # **3 seeds**. Training all twelve runs takes a few minutes, so the results ship in
-# `data/norm_warmup/` (the command that makes them again: `python -m helpers.norm_warmup`).
+# `data/norm_warmup/` (the command that makes them again: `python -m experiments.norm_warmup`).
 #
 # Left: the training loss, the line the median of the seeds and the band their range. Right: the
 # gradient norm of each layer's weights at step 0, before any update (no warm-up has acted yet).
@@ -438,12 +440,12 @@ for part, n in count.items():
 # ### A decoder at work
 #
 # A model 65 M parameters large is out of reach here; one that reverses digit strings is not.
-# `helpers.decoding` trains a tiny encoder–decoder — one pre-norm encoder layer, one pre-norm
+# `experiments.decoding` trains a tiny encoder–decoder — one pre-norm encoder layer, one pre-norm
 # decoder layer, width 32, 4 heads — to turn a source of 8 digits into the same digits reversed.
 # It is trained with **teacher forcing**: the decoder reads the right answer shifted by one
 # (a start symbol first) under a causal mask, so all 8 positions learn in one parallel pass —
 # something an RNN decoder cannot do. Three seeds ship in `data/reverse/` (the command:
-# `python -m helpers.decoding`, a minute or two).
+# `python -m experiments.decoding`, a minute or two).
 #
 # Generating is different: the answer is not known, so the decoder writes one digit at a time and
 # reads its own output back. `decoding.greedy_decode` runs the shipped weights through the
@@ -456,7 +458,7 @@ for part, n in count.items():
 reverse_runs = decoding.load_results()
 source, target = decoding.test_pairs()
 reverser = decoding.load_reverser(seed=0)
-with training.threads(1):
+with threads(1):
     fast, slow = decoding.greedy_decode(reverser, source), decoding.greedy_decode_uncached(reverser, source)
 print("cached and uncached decoding give the same digits:", torch.equal(fast.tokens, slow.tokens))
 print(f"query rows computed by the decoder's self-attention per string: {fast.query_rows} with the cache, "
@@ -560,9 +562,9 @@ for reading in readings:
 # that reads the deciding word most.
 
 # %%
-test_data = training.test_data(add_cls=True)  # lesson 06's four test sets
+test_data = trained.test_data(add_cls=True)  # lesson 06's four test sets
 for reading in readings:
-    model = training.load_model("attention", reading.seed)
+    model = trained.load_model("attention", reading.seed)
     for layer, head in reading.sinks():
         share = max(reading.share("first word")[layer, head], reading.share("[CLS]")[layer, head])
         cost = cls_reading.removal_cost(model, layer, head, test_data)

@@ -343,7 +343,7 @@ plt.show()
 # Time tells a different story. All three compute the same `n²` scores, and their times grow at
 # a similar pace, roughly like `n²` (the dotted guide), noisily at small `n`. The online version
 # pays a fixed Python cost for every block and is often the slowest at small `n`; at larger `n` the
-# naive version's big matrices start to cost time of their own (`python -m helpers.cost_benchmark`
+# naive version's big matrices start to cost time of their own (`python -m experiments.cost_benchmark`
 # goes to `n = 4096`). On a GPU, FlashAttention is faster than naive attention too, because there
 # moving the `n × n` matrix to and from memory costs more than the arithmetic (Dao et al., 2022).
 # Saving memory is not saving work.

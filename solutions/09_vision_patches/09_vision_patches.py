@@ -35,7 +35,8 @@ import torch
 from IPython.display import display
 from torch import nn
 
-from helpers import image_task, vision
+from experiments import vision
+from helpers import image_task
 from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.core import expect_close, fresh_seeds, quiet
 from helpers.checks.patches import check_conv_to_linear, check_n_tokens, check_patchify
@@ -342,7 +343,7 @@ print("weight:", tuple(weight.shape), "— C·P·P =", 3 * 16 * 16, "equals D = 
 #   attention is permutation-equivariant and the model could not tell the top-left corner from the
 #   bottom-right one.
 #
-# The tiny ViT of this lesson builds its input like this (from `helpers/vision.py`):
+# The tiny ViT of this lesson builds its input like this (from `experiments/vision.py`):
 
 # %%
 print(inspect.getsource(vision.TinyViT.tokens))
@@ -365,7 +366,7 @@ print(f"{image_task.N_TRAIN:,} training images (seed 0), {len(examples):,} test 
 
 # %% [markdown]
 # Two models of about the same size, trained the same way (AdamW with a 2-epoch warm-up and cosine
-# decay, 20 epochs, batches of 128, the same 10,000 training images; `helpers/vision.py`), each
+# decay, 20 epochs, batches of 128, the same 10,000 training images; `experiments/vision.py`), each
 # from three different random seeds:
 #
 # - **tiny ViT**: `P = 4` (64 patches + [CLS] = 65 tokens), `D = 32`, 4 pre-norm layers of 2 heads,
@@ -375,7 +376,7 @@ print(f"{image_task.N_TRAIN:,} training images (seed 0), {len(examples):,} test 
 #
 # The recipe is the same for both and was tuned for neither. Six training runs take too long for a
 # lesson, so it loads the weights and results shipped in `data/vision/` (made by
-# `python -m helpers.vision`). Set `RETRAIN = True` to train them again here.
+# `python -m experiments.vision`). Set `RETRAIN = True` to train them again here.
 
 # %%
 RETRAIN = False  # True: train both models from seeds 0, 1, 2 again (8 to 30 minutes on 2 cores)
@@ -441,7 +442,7 @@ plt.show()
 #
 # ### Fewer and more images
 #
-# `python -m helpers.vision --sweep` trained both models again, with the same recipe and the same
+# `python -m experiments.vision --sweep` trained both models again, with the same recipe and the same
 # three seeds, on 2,500, 5,000 and 20,000 generated images (`data/vision/n_train_*/`); the lesson
 # loads those runs next to the 10,000-image ones above. Before you run the cell: which model do you
 # expect to gain more from more images, and what do you expect the CNN to do with only 2,500?

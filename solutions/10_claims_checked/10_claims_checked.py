@@ -45,7 +45,7 @@ from helpers.claims import (
 from helpers.cost import crossover_n, layer_macs, score_share
 from helpers.quiz import check_choice, grade_choice
 from helpers.scaling import score_std
-from helpers.training import accuracy_ranges, load_results
+from helpers.trained import accuracy_ranges, load_results
 
 np.set_printoptions(precision=3, suppress=True)
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -435,7 +435,7 @@ grade_choice(claim_9, "b", "False. A causal mask sets half of the scores to âˆ’â
 # %%
 from helpers import sentiment
 from helpers.claims import attention_vs_removal
-from helpers.training import load_model
+from helpers.trained import load_model
 
 reviews_10 = sentiment.test_sets(n=100)["fillers_4"]
 by_seed = {seed: attention_vs_removal(load_model("attention", seed), reviews_10) for seed in (0, 1, 2)}

@@ -37,7 +37,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from helpers import gpt, tiny_gpt
+from experiments import tiny_gpt
+from helpers import gpt
 from helpers.block import encoder_block, layer_norm
 from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
 from helpers.checks.core import expect_close, fresh_seeds, quiet
@@ -429,7 +430,7 @@ for name, value in baselines.items():
 # The same recipe, longer: 1,200 steps with windows of 64 characters, three layers, the
 # reference versions of your functions, seeds 0, 1 and 2 (each seed sets the initial weights,
 # the dropout and the batches). It takes several minutes, so it ships in `data/tiny_gpt/` with
-# the command that makes it again, `python -m helpers.tiny_gpt`.
+# the command that makes it again, `python -m experiments.tiny_gpt`.
 
 # %%
 runs = tiny_gpt.load_results()

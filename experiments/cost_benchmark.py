@@ -1,7 +1,7 @@
 """Time and memory of three attention implementations, up to longer sequences than lesson 08 runs.
 
-    python -m helpers.cost_benchmark                    # n = 256 … 4096, d = 64, median of 3
-    python -m helpers.cost_benchmark --max-n 8192 --repeats 5
+    python -m experiments.cost_benchmark                    # n = 256 … 4096, d = 64, median of 3
+    python -m experiments.cost_benchmark --max-n 8192 --repeats 5
 
 Prints the table (median time on one thread; peak MiB of the tensors alive at once, counted by
 ``helpers.cost.TensorMeter``) and, for each n, how much slower and hungrier naive attention is
@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from .cost import cost_ratios, cost_table, measure_methods
+from helpers.cost import cost_ratios, cost_table, measure_methods
 
 
 def sequence_lengths(max_n: int, min_n: int = 256) -> list[int]:

@@ -1,7 +1,7 @@
 """A deck as a lecturer meets it: opened in Chromium at a projector's 1280×720, walked with the
 keyboard, checked, and turned into a contact sheet and a PDF handout.
 
-    python -m helpers.deck_review DECK.slides.html ...
+    python -m tooling.deck_review DECK.slides.html ...
 
 For each deck it writes, next to it:
 
@@ -11,7 +11,7 @@ For each deck it writes, next to it:
 
 and reports what does not fit: a slide taller or wider than the screen, code cut at the right
 edge, text on a slide or in a figure smaller than ``MIN_TEXT_PX`` screen pixels (figures are
-drawn for it by ``helpers.projector``). It needs Debian's Chromium (``/usr/bin/chromium``, or
+drawn for it by ``tooling.projector``). It needs Debian's Chromium (``/usr/bin/chromium``, or
 ``$CHROMIUM``) and loads nothing from the network.
 """
 
@@ -122,7 +122,7 @@ _DATA_PNG = re.compile(r'<img[^>]*?src="data:image/png;base64,([A-Za-z0-9+/=]+)"
 
 def figure_text(html: str, seen: list[dict]) -> list[dict]:
     """Each image of the deck's slides: the height on screen of its smallest text, from the text
-    size its PNG records (``helpers.projector``; None when it records none) and the scale the walk
+    size its PNG records (``tooling.projector``; None when it records none) and the scale the walk
     measured."""
     pngs = [base64.b64decode(m) for m in _DATA_PNG.findall(html)]
     out = []

@@ -1,6 +1,6 @@
 """Lesson 03 in training: one attention layer at d_k = 128 learns a lookup, with and without √d_k.
 
-    python -m helpers.scaled_lookup    # 2 variants x 3 seeds over two processes -> data/scaled_lookup/
+    python -m experiments.scaled_lookup    # 2 variants x 3 seeds over two processes -> data/scaled_lookup/
 
 The task: 16 pairs (key, value), keys all different (from 32 symbols), values from 16 symbols,
 and a query that names one of the 16 keys; the answer is the value stored under it. Nothing but
@@ -39,11 +39,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import paths
-from .runtime import threads
+from helpers import paths
+from helpers.runtime import threads
 
 DATA_DIR = paths.data_root() / "scaled_lookup"
-COMMAND = "python -m helpers.scaled_lookup"
+COMMAND = "python -m experiments.scaled_lookup"
 VARIANTS: tuple[tuple[str, bool], ...] = (("scaled", True), ("unscaled", False))  # (name, divide by √d_k?)
 
 

@@ -1,6 +1,6 @@
 """Post-norm against pre-norm, trained with and without a learning-rate warm-up (lesson 07).
 
-    python -m helpers.norm_warmup      # 2 placements x 2 schedules x 3 seeds -> data/norm_warmup/
+    python -m experiments.norm_warmup      # 2 placements x 2 schedules x 3 seeds -> data/norm_warmup/
 
 The task: read 10 random tokens (16 symbols) and write them out reversed, one answer per
 position — a job only attention can do, since every output needs a token from elsewhere. The
@@ -30,11 +30,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import paths
-from .runtime import threads
+from helpers import paths
+from helpers.runtime import threads
 
 DATA_DIR = paths.data_root() / "norm_warmup"
-COMMAND = "python -m helpers.norm_warmup"
+COMMAND = "python -m experiments.norm_warmup"
 VARIANTS: tuple[tuple[str, bool, bool], ...] = (  # (name, norm_first, warm-up)
     ("post-norm, no warm-up", False, False), ("post-norm, warm-up", False, True),
     ("pre-norm, no warm-up", True, False), ("pre-norm, warm-up", True, True))

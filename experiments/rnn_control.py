@@ -1,6 +1,6 @@
 """Lesson 01's control: the same plain RNN, trained on reviews without fillers.
 
-    python -m helpers.rnn_control     # the RNN without fillers, seeds 0-2 -> data/sentiment_control/
+    python -m experiments.rnn_control     # the RNN without fillers, seeds 0-2 -> data/sentiment_control/
 
 Lesson 01 explains the plain RNN's failure by distance: filler phrases push the deciding words
 far from the end, where its gradient has faded. The control changes only that. The same RNN
@@ -25,11 +25,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import paths, sentiment, training
-from .models import build, n_parameters
+from experiments import training
+from helpers import paths, sentiment
+from helpers.models import build, n_parameters
 
 DATA_DIR = paths.data_root() / "sentiment_control"
-COMMAND = "python -m helpers.rnn_control"
+COMMAND = "python -m experiments.rnn_control"
 MODEL = "rnn"
 CONTROL_TASK = replace(sentiment.DEFAULT, max_fillers=0)  # the one change: no filler phrases
 SHORT_SETS = ("no_fillers", "distractor")  # the deciding words at most a clause from the end

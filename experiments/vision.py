@@ -1,6 +1,6 @@
 """Lesson 09's two image classifiers, their training, and the shipped weights and results.
 
-    python -m helpers.vision     # both models, seeds 0-2 -> data/vision/ (8 to 30 minutes on 2 cores)
+    python -m experiments.vision     # both models, seeds 0-2 -> data/vision/ (8 to 30 minutes on 2 cores)
 
 - ``TinyViT``: a patch embedding (a convolution with kernel = stride = P), a learned [CLS] token
   and learned positions, pre-norm encoder blocks whose attention is written out so that the
@@ -28,9 +28,9 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from . import image_task, paths
-from .runtime import threads
-from .training import span
+from helpers import image_task, paths
+from helpers.runtime import threads
+from helpers.trained import span
 
 DATA_DIR = paths.data_root() / "vision"
 MODEL_NAMES = ("vit", "cnn")
@@ -294,7 +294,7 @@ def run_experiment(config: TrainConfig = DEFAULT, seeds: tuple[int, ...] = SEEDS
     training = asdict(config)
     training.pop("seed")
     results = {
-        "command": "python -m helpers.vision" + ("" if config.n_train == DEFAULT.n_train else " --sweep"),
+        "command": "python -m experiments.vision" + ("" if config.n_train == DEFAULT.n_train else " --sweep"),
         "task": {"image_size": image_task.IMAGE_SIZE, "n_train": config.n_train,
                  "n_test": image_task.N_TEST, "train_seed": image_task.TRAIN_SEED,
                  "test_seed": image_task.TEST_SEED, "shapes": list(image_task.SHAPE_NAMES)},
@@ -311,18 +311,18 @@ def run_experiment(config: TrainConfig = DEFAULT, seeds: tuple[int, ...] = SEEDS
 
 def load_results(directory: Path = DATA_DIR) -> dict:
     """The results written by ``run_experiment`` (by default the shipped ones in data/vision/)."""
-    path = paths.require(directory, "python -m helpers.vision") / "results.json"
+    path = paths.require(directory, "python -m experiments.vision") / "results.json"
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `python -m helpers.vision` to create it")
+        raise FileNotFoundError(f"{path} is missing: run `python -m experiments.vision` to create it")
     return json.loads(path.read_text())
 
 
 def load_model(name: str, seed: int = 0, directory: Path = DATA_DIR) -> nn.Module:
     """Model ``name`` trained from ``seed``, with the weights stored in ``directory`` (by default
     the shipped ones), in eval mode."""
-    path = weights_path(name, seed, paths.require(directory, "python -m helpers.vision"))
+    path = weights_path(name, seed, paths.require(directory, "python -m experiments.vision"))
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `python -m helpers.vision` to create it")
+        raise FileNotFoundError(f"{path} is missing: run `python -m experiments.vision` to create it")
     model = build(name)
     model.load_state_dict(torch.load(path, weights_only=True))
     return model.eval()

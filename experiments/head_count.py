@@ -1,6 +1,6 @@
 """Lesson 06: does the attention classifier trained with one head do as well as with four?
 
-    python -m helpers.head_count     # the one-head classifier, seeds 0-2 -> data/heads/ (a few minutes)
+    python -m experiments.head_count     # the one-head classifier, seeds 0-2 -> data/heads/ (a few minutes)
 
 Lesson 01's attention classifier (``data/sentiment/``) has 4 heads of width 8 in each of its 2
 layers. This trains the same model with ``n_heads = 1``: one head of width 32, so the same width,
@@ -20,11 +20,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import paths, training
-from .models import AttentionClassifier, AttentionConfig, n_parameters
+from experiments import training
+from helpers import paths
+from helpers.models import AttentionClassifier, AttentionConfig, n_parameters
 
 DATA_DIR = paths.data_root() / "heads"
-COMMAND = "python -m helpers.head_count"
+COMMAND = "python -m experiments.head_count"
 N_HEADS = 1
 
 

@@ -1,6 +1,6 @@
 """Lesson 07's decoder at work: a tiny encoder–decoder that reverses digit strings.
 
-    python -m helpers.decoding      # trains 3 seeds -> data/reverse/ (weights and results.json)
+    python -m experiments.decoding      # trains 3 seeds -> data/reverse/ (weights and results.json)
 
 The task: a source of 8 random digits; the target is the same digits reversed. The model: one
 shared embedding of the 10 digits and a start symbol, learned positions, one pre-norm encoder
@@ -31,9 +31,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import paths
-from .attention import scaled_dot_product_attention
-from .block import (
+from helpers import paths
+from helpers.attention import scaled_dot_product_attention
+from helpers.block import (
     ATTENTION_KEYS,
     decoder_block,
     decoder_params,
@@ -42,10 +42,10 @@ from .block import (
     feed_forward,
     layer_norm,
 )
-from .runtime import threads
+from helpers.runtime import threads
 
 DATA_DIR = paths.data_root() / "reverse"
-COMMAND = "python -m helpers.decoding"
+COMMAND = "python -m experiments.decoding"
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """Offline reveal.js slides of every lesson, exported from the executed solution notebooks.
 
-    python -m helpers.slides OUT_DIR [LESSON ...]   # OUT_DIR/NN_topic.slides.html and OUT_DIR/vendor/
+    python -m tooling.slides OUT_DIR [LESSON ...]   # OUT_DIR/NN_topic.slides.html and OUT_DIR/vendor/
 
 What a deck shows:
 
-- slides from each cell's ``slideshow`` metadata, as ``helpers.build`` sets it: the lesson's ``#``
+- slides from each cell's ``slideshow`` metadata, as ``tooling.build`` sets it: the lesson's ``#``
   heading is the title slide, each ``##`` heading a section slide, each ``###`` a sub-slide —
   also where a heading sits in the middle of a markdown cell; prose longer than ``MAX_WORDS``
   continues on sub-slides, cut between paragraphs; a second figure on a slide moves to a
@@ -16,12 +16,12 @@ What a deck shows:
   ``deck_review.MIN_TEXT_PX`` on screen) so tables keep their columns;
 - the input and the outputs of every code cell (each output a piece of its own, so a figure can
   continue on a sub-slide after its code): figures as embedded PNG data URIs drawn for a projector
-  (``helpers.projector``: text at least about 14 px on a 1280-wide screen, thicker lines), math
+  (``tooling.projector``: text at least about 14 px on a 1280-wide screen, thicker lines), math
   typeset by MathJax, and for a widget its static figure (``metadata.widgets`` is stripped, so
   nbconvert falls back to the PNG that ``helpers.widgets.WithFallback`` puts beside the widget);
 - speaker notes (reveal.js's ``S`` key): the model answer of each free-text question (its mark
   scheme) and every markdown cell tagged ``notes``. They are in the HTML: students get the PDF
-  handout that ``helpers.deck_review`` prints, which leaves them out.
+  handout that ``tooling.deck_review`` prints, which leaves them out.
 
 What a deck leaves out:
 
@@ -34,7 +34,7 @@ What a deck leaves out:
 Offline: a deck loads nothing from the network. reveal.js comes from the ``sphinx-revealjs``
 package, require.js, jQuery and MathJax 2 from ``nbclassic``; the files a deck loads are copied
 into ``OUT_DIR/vendor/`` at export time (third-party code is never committed), and the template in
-``helpers/slides_template/`` removes nbconvert's CDN scripts (mermaid, widget embedding). Every
+``tooling/slides_template/`` removes nbconvert's CDN scripts (mermaid, widget embedding). Every
 exported file is checked with :func:`remote_references` (the rule is in its docstring);
 ``tests/test_slides.py`` also opens a deck in a headless browser that blocks every non-file request.
 """
@@ -62,7 +62,7 @@ THEME = "white"  # its fonts ship with reveal.js; nbconvert's default, "simple",
 # Prose a room can read on one slide; a longer markdown cell continues on sub-slides, split
 # between paragraphs.
 MAX_WORDS = 110
-PROJECTOR_CELL = "import helpers.projector\nhelpers.projector.install(enlarge={enlarge})"
+PROJECTOR_CELL = "import tooling.projector\ntooling.projector.install(enlarge={enlarge})"
 _HEADING = re.compile(r"^(#{1,3}) \S")
 
 
@@ -329,7 +329,7 @@ def slide_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def execute(path: Path, timeout: int = 600, enlarge: bool = True) -> nbformat.NotebookNode:
     """Run a copy of the notebook at ``path`` in a fresh kernel whose working directory is
-    temporary, its figures made for a projector (``helpers.projector``; ``enlarge=False``: drawn
+    temporary, its figures made for a projector (``tooling.projector``; ``enlarge=False``: drawn
     as in a learner's notebook, their text size only recorded)."""
     from nbclient import NotebookClient
 
@@ -488,14 +488,15 @@ def offline_problems(out_dir: Path) -> dict[str, list[str]]:
 
 
 def inputs_digest(lesson: str, root: Path = ROOT) -> str:
-    """A digest of everything a lesson's deck is made from: its source, the helpers (the code
-    its cells run, the slide template) and the shipped results in data/."""
+    """A digest of everything a lesson's deck is made from: its source, the code its cells run
+    (helpers/, experiments/), the deck's own tools and template (tooling/) and the shipped
+    results in data/."""
     import hashlib
 
     digest = hashlib.sha256()
     files = [root / "solutions" / lesson / f"{lesson}.py",
-             *sorted(p for p in (root / "helpers").rglob("*")
-                     if p.is_file() and "__pycache__" not in p.parts),
+             *sorted(p for folder in ("helpers", "experiments", "tooling")
+                     for p in (root / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts),
              *sorted(p for p in (root / "data").rglob("*") if p.is_file())]
     for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")

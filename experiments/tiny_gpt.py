@@ -1,7 +1,7 @@
 """Lesson 11's longer run: the TinyGPT of ``helpers.gpt`` trained on the course's prose, 3 seeds.
 
-    python -m helpers.tiny_gpt            # 3 seeds over two processes -> data/tiny_gpt/
-    python -m helpers.tiny_gpt --corpus   # rewrites data/tiny_gpt/corpus.txt from lessons 01-10 first
+    python -m experiments.tiny_gpt            # 3 seeds over two processes -> data/tiny_gpt/
+    python -m experiments.tiny_gpt --corpus   # rewrites data/tiny_gpt/corpus.txt from lessons 01-10 first
 
 The corpus is the prose of the course's lessons 01-10 (their Markdown cells, the hand-graded
 answers' mark schemes left out), MIT-licensed as the course is; ``--corpus`` extracts it again
@@ -27,11 +27,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from . import gpt, paths
-from .runtime import threads
+from helpers import gpt, paths
+from helpers.runtime import threads
 
 DATA_DIR = gpt.DATA_DIR
-COMMAND = "python -m helpers.tiny_gpt"
+COMMAND = "python -m experiments.tiny_gpt"
 PROMPT = "Attention "
 
 

@@ -1,7 +1,8 @@
-"""Build the course: solution notebooks from the jupytext sources, student notebooks with nbgrader.
+"""Build the solution notebooks from the lessons' jupytext sources.
 
-    python -m helpers.build solutions          # solutions/NN_topic/NN_topic.ipynb (git-ignored)
-    python -m helpers.build release [OUT_DIR]  # and notebooks/NN_topic/NN_topic.ipynb (or OUT_DIR)
+    python -m tooling.build                    # solutions/NN_topic/NN_topic.ipynb (git-ignored)
+
+(The student notebooks are made from these by nbgrader: ``python -m helpers.grading.release``.)
 
 Every cell gets slide metadata: what the source states, else a convention — a markdown cell
 opening with a ``#``/``##`` heading starts a slide, ``###`` a sub-slide, cells tagged
@@ -18,7 +19,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.paths import ROOT
+
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
@@ -60,7 +62,7 @@ def solution_notebook(lesson: str, root: Path = ROOT) -> nbformat.NotebookNode:
     return nb
 
 
-def _write_if_changed(nb, path: Path) -> bool:
+def write_if_changed(nb, path: Path) -> bool:
     text = nbformat.writes(nb) + "\n"
     if path.exists() and path.read_text() == text:
         return False
@@ -74,50 +76,17 @@ def build_solutions(root: Path = ROOT) -> list[Path]:
     paths = []
     for lesson in lesson_ids(root):
         path = root / "solutions" / lesson / f"{lesson}.ipynb"
-        if _write_if_changed(solution_notebook(lesson, root), path):
+        if write_if_changed(solution_notebook(lesson, root), path):
             print(f"built {path.relative_to(root)}")
         paths.append(path)
     return paths
 
 
-def release(root: Path = ROOT, out_dir: Path | None = None) -> list[Path]:
-    """Regenerate the student notebooks with nbgrader (no gradebook is touched)."""
-    from nbgrader.apps import NbGraderAPI
-    from traitlets.config import Config
-
-    from .grading.settings import configure
-
-    build_solutions(root)
-    out_dir = Path(out_dir).resolve() if out_dir else root / "notebooks"
-    config = configure(Config())
-    config.CourseDirectory.source_directory = str(root / "solutions")
-    config.CourseDirectory.release_directory = str(out_dir)
-    config.GenerateAssignment.no_database = True  # what `nbgrader generate_assignment --no-db` sets
-    config.SaveCells.enabled = False
-    api = NbGraderAPI(config=config)
-    written = []
-    for lesson in lesson_ids(root):
-        result = api.generate_assignment(lesson, force=True, create=False)
-        if not result["success"]:
-            raise RuntimeError(f"nbgrader could not generate {lesson}:\n{result.get('error', '')}"
-                               f"\n{result.get('log', '')}")
-        path = out_dir / lesson / f"{lesson}.ipynb"
-        nb = nbformat.read(path, as_version=4)
-        _write_if_changed(nb, path)  # nbformat's own formatting, newline at the end
-        written.append(path)
-    return written
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=["solutions", "release"])
-    parser.add_argument("out_dir", nargs="?", type=Path, help="release into this folder instead")
-    args = parser.parse_args(argv)
-    if args.what == "solutions":
-        build_solutions()
-    else:
-        for path in release(out_dir=args.out_dir):
-            print(f"released {path}")
+    parser.add_argument("what", nargs="?", choices=["solutions"], default="solutions")
+    parser.parse_args(argv)
+    build_solutions()
     return 0
 
 

@@ -1,7 +1,7 @@
 """Figures for a projector: in a slide build, small figure text is enlarged and thin lines thickened.
 
 A room reads a 1280×720 projector from several metres away: figure text below about 14 screen
-pixels and hairlines are lost. A kernel executed for a deck (``helpers.slides.execute``) first runs
+pixels and hairlines are lost. A kernel executed for a deck (``tooling.slides.execute``) first runs
 :func:`install`; from then on every figure the notebook displays, and every widget's static figure
 (``helpers.plots.figure_png``), passes through :func:`for_projector` before it is rendered:
 
@@ -10,7 +10,7 @@ pixels and hairlines are lost. A kernel executed for a deck (``helpers.slides.ex
   screen pixels there is enlarged to that size, by at most ``MAX_GROWTH``;
 - data lines thinner than ``MIN_LINE_PT`` points are thickened to it;
 - the PNG carries, as a text chunk named ``TEXT_PX_KEY``, the height in PNG pixels of its smallest
-  text; the deck's browser check (``helpers.deck_review``) multiplies it by the scale the image is
+  text; the deck's browser check (``tooling.deck_review``) multiplies it by the scale the image is
   shown at, so the size on screen is measured, not assumed.
 
 Notebooks run for learners and for grading never call :func:`install` and are left as they are.
@@ -97,6 +97,11 @@ def png_metadata(text_px: float) -> dict[str, str]:
     return {TEXT_PX_KEY: f"{text_px:.2f}"}
 
 
+def _widget_png_metadata(fig, dpi: float) -> dict[str, str] | None:
+    """A widget's static figure (``helpers.plots.figure_png``), resized for the projector."""
+    return png_metadata(for_projector(fig, dpi, tight=False)) if active() else None
+
+
 def _inline_png(fig):
     """The inline backend's PNG of ``fig``, made for the projector."""
     from IPython.core.pylabtools import print_figure
@@ -112,12 +117,15 @@ def install(enlarge: bool = True) -> None:
     from IPython import get_ipython
     from matplotlib.figure import Figure
 
+    from helpers import plots
+
     plt.close(plt.figure())  # loads the inline backend, which registers its own formatter first
 
     shell = get_ipython()
     if shell is None:
         raise RuntimeError("projector.install() works inside an IPython kernel")
     shell.display_formatter.formatters["image/png"].for_type(Figure, _inline_png)
+    plots.png_for_projector = _widget_png_metadata  # the static figures of widgets too
     if enlarge:
         plt.rcParams["lines.linewidth"] = max(plt.rcParams["lines.linewidth"], 2.2)
     os.environ[ENV] = "1" if enlarge else "measure"
