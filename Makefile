@@ -175,8 +175,11 @@ hub-uninstall:
 lint: setup
 	$(BIN)/ruff check helpers experiments tooling tests solutions hub
 
+# Two worker processes, one per core of the machines this is measured on (tests/conftest.py says
+# which tests share one); TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
 test: setup lint build
-	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider
+	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider -n $(TEST_WORKERS)
 
 # The quick loop while changing a check, a helper or a quiz (about 2.5 min on 2 cores): lint, the
 # library's unit tests and every check's bite tests — each known mistake caught and named, each

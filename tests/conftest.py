@@ -1,6 +1,7 @@
 """Shared fixtures: the repository root, the lessons, and freshly built solution notebooks."""
 
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -75,3 +76,49 @@ def _stop_grading_servers():
     execute = sys.modules.get("helpers.grading.execute")
     if execute is not None:
         execute.stop_servers()
+
+
+# ------------------------------------------------------------------ running on every core
+# `make test` runs the suite in two worker processes (pytest-xdist). A test file is one unit of
+# work, run whole by one worker, so that its module fixtures run once; except that
+# - the files that create Linux accounts and run the class hub share one worker (they share the
+#   machine's accounts and the hub's exchange);
+# - test_every_lesson_grades is one unit per lesson (each lesson's grading is its own fixture).
+# Units start longest first, as measured on 2 cores, so that the two workers finish together.
+ONE_MACHINE = ("test_hub.py", "test_hub_accounts.py", "test_hub_kubernetes.py", "test_exchange_owners.py")
+LONGEST_FIRST = (*ONE_MACHINE, "test_slides.py", "test_every_lesson_grades.py", "test_autograde.py",
+                 "test_class_workflow.py",
+                 "test_grading_environment.py", "test_hostile.py", "test_lab_browser.py", "test_platforms.py",
+                 "test_notebooks.py", "test_validate.py", "test_grading.py", "test_mistakes.py",
+                 "test_one_charge.py", "test_training.py", "test_lab_roles.py", "test_hints.py")
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, or one of the groups above."""
+    path = nodeid.split("::", 1)[0]
+    name = Path(path).name
+    if name in ONE_MACHINE:
+        return "the class hub and the machine's accounts"
+    lesson = re.search(r"\[(\d\d_[a-z_0-9]+)", nodeid)
+    if name == "test_every_lesson_grades.py" and lesson:
+        return f"{path}[{lesson.group(1)}]"
+    return path
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest units first (the order within a file is kept)."""
+    def rank(item):
+        name = Path(item.nodeid.split("::", 1)[0]).name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # a stable sort: each file keeps its order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByWorkUnit(config, log)
