@@ -179,7 +179,7 @@ lint: setup
 # which tests share one); TEST_WORKERS=0 runs everything in this process.
 TEST_WORKERS ?= 2
 test: setup lint build
-	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider -n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
 
 # The quick loop while changing a check, a helper or a quiz (about 2.5 min on 2 cores): lint, the
 # library's unit tests and every check's bite tests — each known mistake caught and named, each
