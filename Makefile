@@ -181,7 +181,7 @@ TEST_WORKERS ?= 2
 test: setup lint build
 	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider -n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
 
-# The quick loop while changing a check, a helper or a quiz (about 2.5 min on 2 cores): lint, the
+# The quick loop while changing a check, a helper or a quiz (about 2 min on 2 cores): lint, the
 # library's unit tests and every check's bite tests — each known mistake caught and named, each
 # correct style passed. No lesson is executed top to bottom, no class graded, no hub or browser:
 # `make test` does all of that.
@@ -191,7 +191,7 @@ FAST_TESTS := attention block calculator checks_block checks_core checks_cost ch
 	own_work patches paths plots positional quiz quiz_balance recurrence rnn_control scaled_lookup \
 	scaling sentiment
 test-fast: setup lint
-	$(BIN)/python -m pytest $(FAST_TESTS:%=tests/test_%.py) -q -p no:cacheprovider
+	$(BIN)/python -m pytest $(FAST_TESTS:%=tests/test_%.py) -q -p no:cacheprovider -n $(TEST_WORKERS)
 
 clean:
 	rm -rf build solutions/*/*.ipynb

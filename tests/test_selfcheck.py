@@ -59,3 +59,23 @@ def test_without_the_sources_grading_is_the_instructors(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "grading is your instructor's" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_a_grading_run_that_could_not_start_is_said_so_not_read_as_a_missing_file(tmp_path, monkeypatch):
+    """When the machinery stops (here: its kernels' server never starts), the learner reads why,
+    as a machinery failure, not a missing notebook's traceback."""
+    import pytest
+
+    from helpers.grading import autograde
+    from helpers.grading.autograde import ClassReport
+    from helpers.grading.execute import GradingMachineryError
+
+    def stopped(lesson, *args, **kwargs):
+        return ClassReport(lesson, machinery="the grading kernels' server did not start: the warm "
+                                              "kernel server did not start within 300 s")
+
+    monkeypatch.setattr(autograde, "grade_class", stopped)
+    notebook = tmp_path / "mine.ipynb"
+    nbformat.write(fill_notebook(LESSON, solution_answers(LESSON)), notebook)
+    with pytest.raises(GradingMachineryError, match="was not graded: the grading kernels. server"):
+        self_check(LESSON, notebook, root=tmp_path / "root")

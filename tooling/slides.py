@@ -519,12 +519,12 @@ def _export_timed(lesson: str, out_dir: Path, root: Path, threads: int) -> tuple
 
 
 def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
-           workers: int | None = None, kept: list[Path] | None = None) -> list[Path]:
+           workers: int | None = None, kept: list[Path] | None = None, on_deck=None) -> list[Path]:
     """Build the solution notebooks, copy the vendor files and export each lesson's deck, as many
     at once as there are cores (each kernel gets its share of them). A deck already in
     ``out_dir`` that was made from the same inputs (``inputs_digest``) is kept as it is (and
-    added to ``kept``)."""
-    from concurrent.futures import ProcessPoolExecutor
+    added to ``kept``). ``on_deck(deck, kept)`` is called as each deck is ready."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     build_solutions(root)
     out_dir = Path(out_dir)
@@ -533,16 +533,18 @@ def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
     workers = max(1, min(workers or os.cpu_count() or 1, len(lessons)))
     threads = max(1, (os.cpu_count() or 1) // workers)
     with ProcessPoolExecutor(workers) as pool:
-        jobs = [pool.submit(_export_timed, lesson, out_dir, root, threads) for lesson in lessons]
-        decks = []
-        for job in jobs:
+        jobs = {pool.submit(_export_timed, lesson, out_dir, root, threads): lesson for lesson in lessons}
+        decks = {}
+        for job in as_completed(jobs):
             deck, seconds = job.result()
             took = "unchanged inputs: kept" if seconds is None else f"{seconds:.1f} s"
             print(f"{deck}  ({took})", flush=True)
             if seconds is None and kept is not None:
                 kept.append(deck)
-            decks.append(deck)
-    return decks
+            if on_deck is not None:
+                on_deck(deck, seconds is None)
+            decks[jobs[job]] = deck
+    return [decks[lesson] for lesson in lessons]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -553,30 +555,42 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.lessons) - set(lesson_ids()))
     if unknown:
         parser.error(f"no such lesson: {', '.join(unknown)} (lessons: {', '.join(lesson_ids())})")
-    kept: list[Path] = []
-    decks = export(args.out_dir, args.lessons, kept=kept)
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from . import deck_review
+
+    browser = deck_review.CHROMIUM.exists()
+    reviewing: dict[Path, object] = {}
+
+    def reviewed(deck: Path) -> bool:  # a kept deck's contact sheet and handout are still there
+        return all(deck.with_name(deck.name.removesuffix(".slides.html") + suffix).exists()
+                   for suffix in (".contact.png", ".handout.pdf"))
+
+    # Each deck is walked in the browser as soon as it is exported, while the next ones run.
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as reviewers:
+        def on_deck(deck: Path, kept: bool) -> None:
+            if browser and not (kept and reviewed(deck)):
+                reviewing[deck] = reviewers.submit(deck_review.review, [deck.resolve()])
+
+        decks = export(args.out_dir, args.lessons, on_deck=on_deck)
+        reviews = [r for deck in decks if deck in reviewing for r in reviewing[deck].result()]
     problems = offline_problems(args.out_dir)
     if problems:
         print(f"remote resources found: {problems}", file=sys.stderr)
         return 1
-    from . import deck_review
-
-    if not deck_review.CHROMIUM.exists():
+    if not browser:
         print(f"{deck_review.CHROMIUM} not found: no contact sheets or PDF handouts "
               "(apt-get install chromium)", file=sys.stderr)
         return 0
-    # a kept deck was reviewed when it was made: its contact sheet and handout are still there
-    reviewed = [d for d in kept if all(d.with_name(d.name.removesuffix(".slides.html") + suffix).exists()
-                                       for suffix in (".contact.png", ".handout.pdf"))]
-    todo = [deck for deck in decks if deck not in reviewed]
-    if not todo:
+    if not reviews:
         print("every deck was kept, and its review with it")
         return 0
-    status = deck_review.main([str(deck.resolve()) for deck in todo])
-    if status:  # a deck that failed its review is made and reviewed again next time
-        for deck in todo:
-            deck.with_suffix(".digest").unlink(missing_ok=True)
-    return status
+    if deck_review.report(reviews):  # a deck that failed its review is made and reviewed again next time
+        for r in reviews:
+            r.deck.with_suffix(".digest").unlink(missing_ok=True)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

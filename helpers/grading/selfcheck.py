@@ -121,6 +121,9 @@ def self_check(lesson: str, notebook: Path | None = None, root: Path = SELF_ROOT
         folder.mkdir(parents=True)
         shutil.copyfile(notebook, folder / f"{lesson}.ipynb")
         report = grade_class(lesson, Path(tmp), root=root, workers=1, sandboxed=sandboxed)
+    if report.machinery:  # nothing was graded: say why, not that the learner's file is missing
+        raise GradingMachineryError(f"grading could not run, so {notebook} was not graded: "
+                                    f"{report.machinery}")
     if LEARNER in report.failed:
         raise ValueError(f"{notebook} could not be graded: {report.failed[LEARNER]}")
     outcome = read_outcome(lesson, root)

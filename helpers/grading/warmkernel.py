@@ -352,7 +352,7 @@ class WarmServer:
         self.process, self.sock_path = process, sock_path
 
     @classmethod
-    def start(cls, folder: Path, timeout: float = 60.0, policy=None,
+    def start(cls, folder: Path, timeout: float = 300.0, policy=None,
               prefix: list[str] | None = None) -> WarmServer:
         """Start a server with its socket in ``folder``; with a sandbox ``policy``, inside the
         namespaces that the command ``prefix`` creates (see ``helpers.grading.sandbox.launcher``)."""
@@ -371,9 +371,11 @@ class WarmServer:
         process = subprocess.Popen(args, stdin=subprocess.DEVNULL, cwd=folder)
         deadline = time.monotonic() + timeout
         while not sock_path.exists():
-            if process.poll() is not None or time.monotonic() > deadline:
+            exited = process.poll()
+            if exited is not None or time.monotonic() > deadline:
                 process.kill()
-                raise RuntimeError("the warm kernel server did not start")
+                raise RuntimeError("the warm kernel server did not start" + (
+                    f" (it exited with code {exited})" if exited is not None else f" within {timeout:.0f} s"))
             time.sleep(0.05)
         return cls(process, sock_path)
 
