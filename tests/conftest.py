@@ -114,6 +114,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # a stable sort: each file keeps its order
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which would answer for `-n` alone
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 

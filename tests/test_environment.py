@@ -39,3 +39,20 @@ def test_the_fast_tier_names_real_files_and_every_checks_bite_tests():
     assert all(f.exists() for f in files), sorted(str(f) for f in files if not f.exists())
     missing = sorted(p.name for p in (ROOT / "tests").glob("test_checks_*.py") if p not in files)
     assert not missing, f"check tests left out of make test-fast: {missing}"
+
+
+def test_make_tests_units_of_work_keep_shared_state_in_one_worker():
+    """The hub's files (Linux accounts, one exchange) never run in two workers at once; each
+    lesson's grading round trip is a unit of its own; any other file is one unit."""
+    import inspect
+
+    import conftest
+
+    hub = {conftest.work_unit(f"tests/{name}::test_x") for name in conftest.ONE_MACHINE}
+    assert len(hub) == 1
+    lessons = {conftest.work_unit(f"tests/test_every_lesson_grades.py::test_x[{lesson}]")
+               for lesson in ("01_rnn_bottleneck", "02_attention_lookup")}
+    assert len(lessons) == 2
+    assert conftest.work_unit("tests/test_slides.py::test_x[a]") == "tests/test_slides.py"
+    # xdist's own scheduler answers `-n` first unless ours is asked before it
+    assert "tryfirst=True" in inspect.getsource(conftest).split("def pytest_xdist_make_scheduler")[0][-200:]
