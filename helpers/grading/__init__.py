@@ -1,5 +1,6 @@
 """Grading machinery for instructors: nbgrader settings, the sandbox students' code runs in,
-warm kernels, the integrity scan and class grading. Learners never need this subpackage.
+warm kernels, the integrity scan and class grading. No lesson imports it; a learner meets it only
+through `make check`.
 
 - ``settings``     the course's nbgrader configuration (read by ``nbgrader_config.py``): one
                    course root, ``grading/``, for every instructor command
@@ -11,6 +12,18 @@ warm kernels, the integrity scan and class grading. Learners never need this sub
 - ``records``      what grading writes in the gradebook: never a lost score, holds for review
 - ``integrity``    static scan of submissions for signs of tampering
 - ``mistakes``     what the class got wrong: summary, mistakes table and chart
+- ``cells``        a notebook's cells as grading reads them: which answers a grade cell grades,
+                   which answers changed
+- ``hidden_tests`` what the hidden tests import, and their own failures (not the learner's)
+- ``environment``  the grading kernels' Python environment checked before any score is touched
+- ``validation``   ``nbgrader validate`` with the course's limits, for learners and students
+- ``selfcheck``    ``make check``: a learner's notebook graded as the instructor would
+- ``exchange``     nbgrader's exchange on a class hub: who handed in what
+- ``platforms``    the gradebook import files of Moodle, Canvas and Blackboard
+- ``release``      ``python -m helpers.grading.release``: the student notebooks (``make release``)
+
+Used by: instructors (``make grade``, ``make export``, ``make release``, the formgrader) and
+learners' ``make check``. It builds the notebooks it grades from with ``tooling.build``.
 
 Nothing is imported here: the kernel launcher of ``warmkernel`` starts with every graded
 notebook and must not pay for importing nbgrader.
