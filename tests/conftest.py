@@ -106,7 +106,10 @@ def work_unit(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Longest units first (the order within a file is kept)."""
+    """In workers, longest units first (the order within a file is kept); in one process, the
+    usual order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     def rank(item):
         name = Path(item.nodeid.split("::", 1)[0]).name
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
