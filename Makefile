@@ -175,13 +175,12 @@ hub-uninstall:
 lint: setup
 	$(BIN)/ruff check helpers experiments tooling tests solutions hub
 
-# make test runs in one process: in two workers (TEST_WORKERS=2, tests/conftest.py says which
-# tests share one), a grading kernels' server started while the other worker grades can exit at
-# start, so the full suite is not yet run that way. make test-fast uses both cores.
+# Both use every core (TEST_WORKERS=0 runs in one process); tests/conftest.py says which tests
+# must share a worker (the class hub's files) and starts the longest first.
 TEST_WORKERS ?= 2
 test: setup lint build
 	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider \
-		-n $(or $(SUITE_WORKERS),0) --durations=20 $(PYTEST_ARGS)
+		-n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
 
 # The quick loop while changing a check, a helper or a quiz (about 2 min on 2 cores): lint, the
 # library's unit tests and every check's bite tests — each known mistake caught and named, each

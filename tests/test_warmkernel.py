@@ -72,3 +72,17 @@ def test_stopping_leaves_no_process(tmp_path):
     assert not (tmp_path / "warm.sock").exists()
     left = subprocess.run(["pgrep", "-f", f"warmkernel serve {tmp_path}"], capture_output=True)
     assert left.stdout.strip() == b"", f"server {pid} still running"
+
+
+def test_a_course_kept_deep_in_folders_still_gets_warm_kernels(tmp_path, monkeypatch):
+    # A Unix socket's address holds 107 bytes; a course in a deep folder (a test worker's
+    # temporary folder is one) goes past that with its server's socket.
+    folder = tmp_path / ("a-course-kept-in-a-folder-with-a-long-name-" * 3) / ".warm" / "12345-0"
+    assert len(str(folder / "warm.sock").encode()) > 108
+    server = WarmServer.start(folder, timeout=120)
+    try:
+        monkeypatch.setenv("JUPYTER_PATH", str(server.kernelspec(folder / "share")))
+        assert _text(_run(["print(6 * 7)"], tmp_path).cells[0]).strip() == "42"
+    finally:
+        server.stop()
+    assert not (folder / "warm.sock").exists()

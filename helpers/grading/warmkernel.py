@@ -22,6 +22,7 @@ fresh process would be.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -69,6 +70,21 @@ def _recv(sock: socket.socket, with_fds: bool = False):
 # ------------------------------------------------------------------ the server
 
 
+@contextlib.contextmanager
+def _address(sock_path: str):
+    """The address to bind or connect for ``sock_path``. A Unix socket's address holds at most
+    107 bytes, less than a course kept deep in a home folder (or a test's temporary folder) may
+    need; a longer path is reached through a descriptor of its folder, /proc/self/fd/N/NAME."""
+    if len(os.fsencode(sock_path)) <= 100:
+        yield sock_path
+        return
+    folder = os.open(os.path.dirname(sock_path) or ".", os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{folder}/{os.path.basename(sock_path)}"
+    finally:
+        os.close(folder)
+
+
 def serve(sock_path: str, policy_file: str | None = None) -> None:
     """Import once, then fork one kernel per request; runs until terminated.
 
@@ -86,7 +102,8 @@ def serve(sock_path: str, policy_file: str | None = None) -> None:
     for name in PRELOAD:
         importlib.import_module(name)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(sock_path)
+    with _address(sock_path) as address:
+        listener.bind(address)
     listener.listen(64)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     while True:
@@ -311,7 +328,8 @@ def _reap() -> None:
 def client(connection_file: str) -> int:
     """Stand in for the kernel process that the server forks for ``connection_file``."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(os.environ["WARM_KERNEL_SOCKET"])
+    with _address(os.environ["WARM_KERNEL_SOCKET"]) as address:
+        sock.connect(address)
     env = {k: v for k, v in os.environ.items() if k != "WARM_KERNEL_SOCKET"}
     _send(sock, {"connection_file": os.path.abspath(connection_file), "cwd": os.getcwd(),
                  "connection": Path(connection_file).read_text(), "env": env}, fds=[0, 1, 2])
@@ -368,14 +386,18 @@ class WarmServer:
         # In its own folder: `python -m` puts the current folder first on sys.path, so the
         # server (and every kernel it forks) imports the course package the environment
         # installs, wherever grading was started from (nbgrader moves to the course root).
-        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, cwd=folder)
+        # Its own messages go to a log beside the socket, which a failed start quotes.
+        with (folder / "server.log").open("w") as log:
+            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stderr=log, cwd=folder)
         deadline = time.monotonic() + timeout
         while not sock_path.exists():
             exited = process.poll()
             if exited is not None or time.monotonic() > deadline:
                 process.kill()
+                said = (folder / "server.log").read_text(errors="replace").strip()[-2000:]
                 raise RuntimeError("the warm kernel server did not start" + (
-                    f" (it exited with code {exited})" if exited is not None else f" within {timeout:.0f} s"))
+                    f" (it exited with code {exited})" if exited is not None else f" within {timeout:.0f} s")
+                    + (f"; it said:\n{said}" if said else ""))
             time.sleep(0.05)
         return cls(process, sock_path)
 
