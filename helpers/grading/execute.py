@@ -16,6 +16,7 @@ import dataclasses
 import itertools
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from queue import Empty
@@ -240,7 +241,8 @@ _SOCKET_IDS = itertools.count()
 
 def _server(policy, course_root: str, log) -> _Server:
     """This process's warm server for ``policy`` (None: unsandboxed), started on first use and
-    stopped when the process ends. Its sockets live in the course root, which kernels see only
+    stopped when the process ends. Its sockets live in the course root (in a folder of the
+    temporary folder if that path is too long for a socket's address), and kernels see them only
     through the folders the policy gives back."""
     from . import sandbox
     from .warmkernel import WarmServer
@@ -248,10 +250,15 @@ def _server(policy, course_root: str, log) -> _Server:
     key = policy.to_json() if policy is not None else ""
     if key in _SERVERS and _SERVERS[key].server.process.poll() is None:
         return _SERVERS[key]
-    base = Path(course_root) if course_root else Path(os.environ.get("TMPDIR", "/tmp"))
+    base = Path(course_root) if course_root else Path(tempfile.gettempdir())
     folder = base / ".warm" / f"{os.getpid()}-{len(_SERVERS)}"
+    # A kernel's sockets are named ipc/kN-PORT in this folder, and a Unix socket's address
+    # holds at most 107 bytes: a course deep in folders keeps them in a short folder instead,
+    # readable by the grader alone (mode 700).
+    if len(os.fsencode(str(folder / "ipc" / "k999999-99999"))) > 100:
+        folder = Path(tempfile.mkdtemp(prefix="warm-"))
     shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, mode=0o700)
     prefix = sandbox.launcher() if policy is not None else None
     ipc = None
     if policy is not None and prefix is None:
