@@ -45,3 +45,16 @@ def test_output_past_the_cap_is_cut_and_marked(tmp_path):
     cells = _run(["for _ in range(2000):\n    print('y' * 100)"], tmp_path, max_output_bytes=10_000)
     assert len(_text(cells[0])) <= 10_000
     assert sum(map(is_cap_marker, cells[0].outputs)) == 1
+
+
+def test_a_course_kept_deep_in_folders_still_grades(tmp_path):
+    # A kernel's sockets (Unix sockets in the sandbox) have 107-byte addresses at most; a course
+    # root deep in folders must not stop grading.
+    root = tmp_path / ("a-course-kept-in-a-folder-with-a-long-name-" * 3)
+    root.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    nb = new_notebook(cells=[new_code_cell("print(6 * 7)")])
+    GuardedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(work)},
+                                               "nbgrader": {"db_url": f"sqlite:///{root}/gradebook.db"}})
+    assert _text(nb.cells[0]) == "42\n"
