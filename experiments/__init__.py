@@ -11,6 +11,7 @@ is listed, with what it writes and how long it takes, in ``data/README.md``:
 - ``head_count``     lesson 06's one-head classifier -> data/heads/
 - ``norm_warmup``    lesson 07's pre-/post-norm and warm-up runs -> data/norm_warmup/
 - ``decoding``       lesson 07's encoder-decoder that reverses sequences -> data/reverse/
+- ``cls_reading``    lesson 07's [CLS] reading of lesson 01's models (nothing trained) -> data/cls_reading/
 - ``vision``         lesson 09's tiny ViT and small CNN -> data/vision/
 - ``tiny_gpt``       lesson 11's GPT trained on the course's prose -> data/tiny_gpt/
 - ``cost_benchmark`` lesson 08's three attentions at longer lengths (prints a table, writes nothing)

@@ -11,19 +11,25 @@ Two things are reported apart, because they are different questions:
 
 A head can be sharp and still read the wrong word: a *sink* head puts nearly all its weight on
 the same position whatever the review says (here: the first word).
+
+Measuring all three seeds and removing every sink takes a few seconds, which each run of lesson
+07 (and each graded submission) would pay again: ``python -m experiments.cls_reading`` measures
+once and writes ``data/cls_reading/results.json``, which ``load_readings`` and
+``load_sink_removals`` read back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from torch import nn
 
-from . import sentiment
+from . import paths, sentiment
 from .heads import classifier_logits
 from .inspect_models import attention_forward, roles
 from .runtime import threads
@@ -32,6 +38,8 @@ from .trained import Encoded, load_model, span
 SEEDS: tuple[int, ...] = (0, 1, 2)
 ROLES: tuple[str, ...] = ("[CLS]", "first word", "negation", "adjective", "distractor", "elsewhere")
 SINK_SHARE = 0.9  # a head whose mean weight on one fixed position is at least this is a sink
+DATA_DIR = paths.data_root() / "cls_reading"
+COMMAND = "python -m experiments.cls_reading"
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,15 @@ class Reading:
         """(layer, head), 0-based, of the heads that put ≥ ``threshold`` on the first word or on [CLS]."""
         fixed = np.maximum(self.share("first word"), self.share("[CLS]"))  # (L, H)
         return [(int(layer), int(head)) for layer, head in zip(*np.nonzero(fixed >= threshold))]
+
+    def to_dict(self) -> dict:
+        return {"seed": self.seed, "n_reviews": self.n_reviews, "roles": self.roles.tolist(),
+                "sharpness": self.sharpness.tolist(), "deciding": self.deciding.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Reading:
+        return cls(int(data["seed"]), np.array(data["roles"]), np.array(data["sharpness"]),
+                   np.array(data["deciding"]), int(data["n_reviews"]))
 
 
 def _role_index(words: Sequence[str]) -> np.ndarray:
@@ -98,6 +115,21 @@ def readings(test_set: str = "fillers_4", seeds: Sequence[int] = SEEDS) -> list[
     """``cls_reading`` of the shipped attention model of every seed on one of lesson 01's test sets."""
     reviews = sentiment.test_sets()[test_set]
     return [cls_reading(load_model("attention", s), reviews, s) for s in seeds]
+
+
+def load_readings(data_dir: Path = DATA_DIR) -> list[Reading]:
+    """The shipped ``readings`` of every seed on the test set ``results.json`` names (fillers_4)."""
+    results = paths.read_results(data_dir, COMMAND)
+    if list(results["roles"]) != list(ROLES):
+        raise ValueError(f"{data_dir}/results.json splits by the roles {results['roles']}, not "
+                         f"{list(ROLES)}: run `{COMMAND}` to measure again")
+    return [Reading.from_dict(r) for r in results["readings"]]
+
+
+def load_sink_removals(data_dir: Path = DATA_DIR) -> dict[tuple[int, int, int], dict[str, float]]:
+    """The shipped ``removal_cost`` of every sink of ``load_readings()``, by (seed, layer, head)."""
+    results = paths.read_results(data_dir, COMMAND)
+    return {(r["seed"], r["layer"], r["head"]): r["lost"] for r in results["sink_removals"]}
 
 
 def percent_range(values: Sequence[float]) -> str:

@@ -3,6 +3,8 @@ post-norm/pre-norm runs and the shipped encoder–decoder — read from data/, a
 what the lesson's prose says about them. Also the helpers' small pieces (the block diagram, the
 decoder's cache, the role of each word)."""
 
+import json
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -11,15 +13,47 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from experiments import decoding, norm_warmup, training  # noqa: E402
+from experiments import cls_reading as experiment_cls_reading  # noqa: E402
+from experiments import decoding, norm_warmup  # noqa: E402
 from helpers import block_diagram, cls_reading, sentiment
 
 # ---------------------------------------------------------------- [CLS] reading, all three seeds
 
 
 @pytest.fixture(scope="module")
+def measured():
+    """What ``python -m experiments.cls_reading`` measures now, from the shipped models."""
+    return experiment_cls_reading.measure()
+
+
+@pytest.fixture(scope="module")
 def readings():
-    return {r.seed: r for r in cls_reading.readings("fillers_4")}
+    """What the lesson reads: the shipped measurements."""
+    return {r.seed: r for r in cls_reading.load_readings()}
+
+
+def test_the_shipped_reading_is_what_measuring_again_gives(measured):
+    shipped = json.loads((cls_reading.DATA_DIR / "results.json").read_text())
+    assert shipped["command"] == cls_reading.COMMAND and shipped["roles"] == list(cls_reading.ROLES)
+    assert [r["seed"] for r in shipped["readings"]] == [r["seed"] for r in measured["readings"]]
+    for old, new in zip(shipped["readings"], measured["readings"]):
+        assert old["n_reviews"] == new["n_reviews"] == 1000
+        for key in ("roles", "sharpness", "deciding"):  # another CPU may round the last digits
+            np.testing.assert_allclose(old[key], new[key], atol=1e-5, err_msg=f"seed {old['seed']} {key}")
+    assert [(r["seed"], r["layer"], r["head"]) for r in shipped["sink_removals"]] == \
+        [(r["seed"], r["layer"], r["head"]) for r in measured["sink_removals"]]
+    for old, new in zip(shipped["sink_removals"], measured["sink_removals"]):
+        assert old["lost"].keys() == new["lost"].keys()
+        np.testing.assert_allclose(list(old["lost"].values()), list(new["lost"].values()), atol=0.01)
+
+
+def test_the_shipped_reading_loads_as_the_lesson_uses_it(readings, tmp_path):
+    assert list(readings) == list(cls_reading.SEEDS)
+    assert readings[0].roles.shape == (2, 4, len(cls_reading.ROLES)) and readings[0].n_reviews == 1000
+    removals = cls_reading.load_sink_removals()
+    assert set(removals) == {(s, layer, h) for s, r in readings.items() for layer, h in r.sinks()}
+    with pytest.raises(FileNotFoundError, match="python -m experiments.cls_reading"):
+        cls_reading.load_readings(tmp_path / "missing")
 
 
 def test_roles_split_each_row_completely(readings):
@@ -51,9 +85,8 @@ def test_only_seed0_has_a_sink(readings):
 
 
 def test_removing_the_sink_costs_almost_nothing():
-    model = training.load_model("attention", 0)
-    cost = cls_reading.removal_cost(model, 0, 1, training.test_data(add_cls=True))
-    assert max(cost.values()) <= 0.5  # points; the lesson says "almost nothing"
+    cost = cls_reading.load_sink_removals()[(0, 0, 1)]
+    assert len(cost) == 4 and max(cost.values()) <= 0.5  # points; the lesson says "almost nothing"
 
 
 def test_what_the_prose_says_about_seeds_1_and_2(readings):

@@ -86,3 +86,11 @@ def test_a_course_kept_deep_in_folders_still_gets_warm_kernels(tmp_path, monkeyp
     finally:
         server.stop()
     assert not (folder / "warm.sock").exists()
+
+
+def test_a_kernel_uses_every_thread_after_the_servers_warm_up(warm, tmp_path):
+    # The server ran torch before forking: a child must still run torch in several threads (an
+    # OpenMP pool started before a fork would hang it).
+    nb = _run(["import torch\ntorch.set_num_threads(2)\nx = torch.randn(800, 800)\n"
+               "print(torch.get_num_threads(), (x @ x).shape)"], tmp_path, timeout=30)
+    assert _text(nb.cells[0]).split() == ["2", "torch.Size([800,", "800])"]
