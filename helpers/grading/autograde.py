@@ -305,12 +305,15 @@ def _failure_reason(log: str) -> str:
 
 
 def launch_workers(lesson: str, root: Path, workers: int, timeout: int | None, warm: bool = True,
-                   sandboxed: bool = True) -> list[tuple[Path, subprocess.Popen]]:
+                   sandboxed: bool = True,
+                   check_environment: bool = False) -> list[tuple[Path, subprocess.Popen]]:
     """Start ``workers`` grading processes ahead of the class they will grade: each imports
     nbgrader and starts its warm server (the libraries every kernel needs) while this process
-    checks the environment and imports the submissions, then waits for its share of the
-    students on stdin (``_run_workers``). Nothing is graded until a share arrives; ``stop_workers``
-    ends the ones that never get one."""
+    imports the submissions, then waits for its share of the students on stdin
+    (``_run_workers``). Nothing is graded until a share arrives; ``stop_workers`` ends the ones
+    that never get one. With ``check_environment``, the first worker's server first runs the
+    ``preflight`` and prints its outcome as one line (``_preflight_of``): no server is started
+    for the check alone."""
     root = Path(root).resolve()
     # Each worker's kernels get their share of the cores: two kernels each running PyTorch on
     # every core spend their time waiting for each other (lesson 07 graded twice as slowly).
@@ -324,12 +327,30 @@ def launch_workers(lesson: str, root: Path, workers: int, timeout: int | None, w
         args = [sys.executable, "-c", WORKER_START, "--worker", lesson, str(wroot),
                 "--hide", str(root), *(["--timeout", str(timeout)] if timeout else []),
                 *([] if warm else ["--cold"]), *([] if sandboxed else ["--no-sandbox"]),
+                *(["--check-environment-of", str(root)] if check_environment and i == 0 else []),
                 "--students", "-"]
         with (wroot / "worker.log").open("w") as log:  # nbgrader's log: read on a crash
             launched = {**env, LAUNCHED: str(time.time())}
             procs.append((wroot, subprocess.Popen(args, cwd=ROOT, env=launched, stdin=subprocess.PIPE,
                                                   stdout=subprocess.PIPE, stderr=log, text=True)))
     return procs
+
+
+def _preflight_of(worker: tuple[Path, subprocess.Popen]) -> None:
+    """Wait for the ``preflight`` of the first worker; raise ``GradingMachineryError`` with its
+    error, or with the end of the worker's log if it ended without saying."""
+    wroot, proc = worker
+    line = proc.stdout.readline()
+    try:
+        why = json.loads(line)["preflight"]
+    except (ValueError, KeyError, TypeError):
+        proc.wait()
+        err = (wroot / "worker.log").read_text(errors="replace")
+        tail = " ".join(err.strip().splitlines()[-3:])[:400]
+        raise GradingMachineryError("the grading worker that checks the environment ended before "
+                                    f"it could ({tail or 'no output'})") from None
+    if why:
+        raise GradingMachineryError(why)
 
 
 def stop_workers(procs: list[tuple[Path, subprocess.Popen]], wait_s: float = 120) -> None:
@@ -484,11 +505,22 @@ def fake_class(lesson: str, folder: Path, n: int, broken: dict[str, str] | None 
 # ------------------------------------------------------------------ the whole run
 
 
+def _released(lesson: str) -> Path:
+    """The released student notebook of ``lesson``, or a ValueError naming what is missing."""
+    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
+    if not released.exists():
+        raise ValueError(f"no lesson {lesson!r}: {released} does not exist")
+    return released
+
+
 def preflight(lesson: str, root: Path = COURSE_ROOT, timeout: int | None = None,
-              sandboxed: bool = True, warm: bool = True) -> None:
+              sandboxed: bool = True, warm: bool = True, *, api=None, work_root: Path | None = None) -> None:
     """Start one graded kernel, exactly as grading will, on the released lesson's setup cells;
-    in it, run every import the lesson's hidden tests make and check that the course package it
-    imports is this course's (``helpers.grading.environment``).
+    in it, run every import the lesson's hidden tests (recorded in ``root``) make and check that
+    the course package it imports is this course's (``helpers.grading.environment``).
+
+    ``api``: a grading worker's nbgrader API, whose warm server (kept running) starts that kernel
+    in the worker's folder ``work_root``; without it, a server of its own, stopped at the end.
 
     Raises ``GradingMachineryError`` with the real error when that fails (no kernel, a broken
     sandbox, a missing library, an environment set up for another checkout): then nothing is
@@ -497,24 +529,23 @@ def preflight(lesson: str, root: Path = COURSE_ROOT, timeout: int | None = None,
     from . import environment
     from .execute import GuardedExecute, stop_servers
 
-    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
-    if not released.exists():
-        raise ValueError(f"no lesson {lesson!r}: {released} does not exist")
-    nb = nbformat.read(released, as_version=4)
+    nb = nbformat.read(_released(lesson), as_version=4)
     first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells = nb.cells[: first + 1]  # the setup cell: the imports every graded cell relies on
     imports = hidden_tests.imports(lesson, root)
     nb.cells.append(nbformat.v4.new_code_cell(environment.probe_code(list(imports))))
     nb.cells.append(nbformat.v4.new_code_cell("print('ready')"))
-    api = course_api(root, timeout, sandboxed=sandboxed, warm=warm)
-    work = Path(root).resolve() / ".preflight" / lesson
+    own_server = api is None
+    api = api or course_api(root, timeout, sandboxed=sandboxed, warm=warm)
+    work = Path(work_root or root).resolve() / ".preflight" / lesson
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
         GuardedExecute(config=api.config).preprocess(
             nb, {"metadata": {"path": str(work)}, "nbgrader": {"db_url": api.coursedir.db_url}})
     finally:
-        stop_servers()
+        if own_server:
+            stop_servers()
         shutil.rmtree(work, ignore_errors=True)
     out = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []))
     if "ready" not in out:
@@ -547,8 +578,9 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
     report = ClassReport(lesson)
     report.isolation = sandbox.status() if sandboxed else \
         "WARNING: NOT SANDBOXED — sandboxing was switched off for this run"
+    _released(lesson)
     launched = launch_workers(lesson, root, min(workers, len(only)) if only else workers, timeout, warm,
-                              sandboxed)
+                              sandboxed, check_environment=True)
     try:
         return _grade_class(lesson, submissions, root, launched, report, start, pattern, timeout, feedback,
                             warm, sandboxed, only, due, keep_latest, tz)
@@ -562,7 +594,7 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
     from .integrity import explain, is_tampering, scan_class, summarise, write_report
     from .platforms import export as write_platform_files
 
-    preflight(lesson, root, timeout, sandboxed, warm)
+    _preflight_of(launched[0])
     report.timings["preflight"] = time.perf_counter() - start
     prepare(lesson, root)
     imported = import_submissions(lesson, submissions, root, pattern, keep_latest=keep_latest, tz=tz)
@@ -810,6 +842,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="run students' code with the grader's rights (not recommended)")
     parser.add_argument("--hide", action="append", default=[], help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--check-environment-of", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--students", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:  # internal: one worker's share, result as one JSON line on stdout
@@ -817,6 +850,17 @@ def main(argv: list[str] | None = None) -> int:
         if students == ["-"]:  # started ahead: warm up, then take the share from stdin
             api = course_api(Path(args.submissions), args.timeout, hide=tuple(args.hide),
                              sandboxed=not args.no_sandbox, warm=not args.cold)
+            if args.check_environment_of:  # the class's preflight, in this worker's own server
+                why = ""
+                try:
+                    warm_up(api.config, Path(args.submissions))
+                    preflight(args.lesson, args.check_environment_of, args.timeout, not args.no_sandbox,
+                              not args.cold, api=api, work_root=Path(args.submissions))
+                except (GradingMachineryError, Exception) as err:  # the first is a KeyboardInterrupt
+                    why = str(err) or repr(err)
+                print(json.dumps({"preflight": why}), flush=True)
+                if why:
+                    return 0
             warm_up(api.config, Path(args.submissions))
             if os.environ.get(LAUNCHED):
                 SECONDS_PER_NOTEBOOK.append(time.time() - float(os.environ[LAUNCHED]))
