@@ -42,21 +42,27 @@ PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "torch", "ipywidgets", "i
            "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger",  # what a kernel loads at start
            "torch.fx.experimental.symbolic_shapes",  # torch imports it (and SymPy) on first use of a mask
            "helpers.checks", "helpers.quiz", "helpers.plots", "helpers.widgets")
-# ...and every module of the lessons' library and of the shipped experiments (0.1 s in all).
+# ...and every module of the lessons' library and of the shipped experiments (0.1 s in all),
+# when a kernel could import them itself (see ``_preload``).
 PRELOAD_PACKAGES = ("helpers", "experiments")
 
 
-def _preload() -> None:
+def _preload(policy=None) -> None:
     """Import what every kernel would import, and do what torch does on first use once (its
     first masked attention and its first ``torch.load``), in one thread: no thread pool is
-    started before the fork."""
+    started before the fork.
+
+    The whole library is imported only from a folder that a kernel under ``policy`` sees (the
+    course, the Python installation): a module the sandbox hides must fail to import in the
+    kernel as it would in a fresh one (an environment set up for another checkout of the course
+    is then caught, not graded with that checkout's checks)."""
     import importlib
     import io
     import pkgutil
 
     for name in PRELOAD:
         importlib.import_module(name)
-    packages = list(PRELOAD_PACKAGES)
+    packages = [name for name in PRELOAD_PACKAGES if _visible(importlib.import_module(name), policy)]
     while packages:  # not into helpers.grading, the grader's own side (nbformat, nbgrader, …)
         package = importlib.import_module(packages.pop())
         for module in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
@@ -79,6 +85,15 @@ def _preload() -> None:
         torch.load(buffer, weights_only=True)
     finally:
         torch.set_num_threads(before)
+
+
+def _visible(package, policy) -> bool:
+    """Whether a kernel under ``policy`` (None: no sandbox) can read ``package``'s folder."""
+    if policy is None:
+        return True
+    folder = os.path.realpath(os.path.dirname(package.__file__))
+    return any(folder == k or folder.startswith(k.rstrip("/") + "/")
+               for k in map(os.path.realpath, (*policy.keep, *policy.writable)))
 
 
 def _send(sock: socket.socket, obj: dict, fds: list[int] | None = None) -> None:
@@ -137,7 +152,7 @@ def serve(sock_path: str, policy_file: str | None = None) -> None:
 
         policy = Policy.from_json(Path(policy_file).read_text())
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    _preload()
+    _preload(policy)
     # Every object made so far is kept out of the garbage collector's sight: a collection in a
     # kernel would otherwise write to all of them and copy every page the fork shares.
     gc.collect()
