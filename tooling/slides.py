@@ -327,6 +327,16 @@ def slide_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+KERNEL = "python3"  # in export's processes: the warm kernels of helpers.grading.warmkernel
+
+
+def _use_kernels(spec_dir: str, name: str) -> None:
+    """In an export process: run notebooks in the kernels of the kernelspec ``name`` in ``spec_dir``."""
+    global KERNEL
+    os.environ["JUPYTER_PATH"] = spec_dir
+    KERNEL = name
+
+
 def execute(path: Path, timeout: int = 600, enlarge: bool = True) -> nbformat.NotebookNode:
     """Run a copy of the notebook at ``path`` in a fresh kernel whose working directory is
     temporary, its figures made for a projector (``tooling.projector``; ``enlarge=False``: drawn
@@ -338,7 +348,7 @@ def execute(path: Path, timeout: int = 600, enlarge: bool = True) -> nbformat.No
         shutil.copy2(path, copy)
         nb = nbformat.read(copy, as_version=4)
         nb.cells.insert(0, nbformat.v4.new_code_cell(PROJECTOR_CELL.format(enlarge=enlarge)))
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+        NotebookClient(nb, timeout=timeout, kernel_name=KERNEL,
                        resources={"metadata": {"path": tmp}}).execute()
         del nb.cells[0]
     return nb
@@ -532,18 +542,30 @@ def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
     lessons = lessons or lesson_ids(root)
     workers = max(1, min(workers or os.cpu_count() or 1, len(lessons)))
     threads = max(1, (os.cpu_count() or 1) // workers)
-    with ProcessPoolExecutor(workers) as pool:
-        jobs = {pool.submit(_export_timed, lesson, out_dir, root, threads): lesson for lesson in lessons}
-        decks = {}
-        for job in as_completed(jobs):
-            deck, seconds = job.result()
-            took = "unchanged inputs: kept" if seconds is None else f"{seconds:.1f} s"
-            print(f"{deck}  ({took})", flush=True)
-            if seconds is None and kept is not None:
-                kept.append(deck)
-            if on_deck is not None:
-                on_deck(deck, seconds is None)
-            decks[jobs[job]] = deck
+    # Kernels forked from a server that imported the libraries once (helpers.grading.warmkernel):
+    # each lesson then starts in a fraction of a second instead of importing PyTorch again.
+    from helpers.grading.warmkernel import KERNEL_NAME, WarmServer
+
+    with tempfile.TemporaryDirectory(prefix="slides-kernels-") as kernels:
+        server = WarmServer.start(Path(kernels), env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+        try:
+            spec_dir = str(server.kernelspec(Path(kernels) / "share"))
+            with ProcessPoolExecutor(workers, initializer=_use_kernels,
+                                     initargs=(spec_dir, KERNEL_NAME)) as pool:
+                jobs = {pool.submit(_export_timed, lesson, out_dir, root, threads): lesson
+                        for lesson in lessons}
+                decks = {}
+                for job in as_completed(jobs):
+                    deck, seconds = job.result()
+                    took = "unchanged inputs: kept" if seconds is None else f"{seconds:.1f} s"
+                    print(f"{deck}  ({took})", flush=True)
+                    if seconds is None and kept is not None:
+                        kept.append(deck)
+                    if on_deck is not None:
+                        on_deck(deck, seconds is None)
+                    decks[jobs[job]] = deck
+        finally:
+            server.stop()
     return [decks[lesson] for lesson in lessons]
 
 

@@ -6,7 +6,8 @@ through `make check`.
                    course root, ``grading/``, for every instructor command
 - ``execute``      how a submission runs: sandboxed, recovering from dead or stuck kernels
 - ``sandbox``      the namespaces, mounts and limits a graded kernel runs under
-- ``warmkernel``   kernels forked from a process that has already imported the libraries
+- ``warmkernel``   kernels forked from a process that has already imported the libraries (also
+                   what ``tooling.slides`` runs the decks' notebooks in)
 - ``autograde``    ``python -m helpers.grading.autograde``: grade a class, feedback, CSVs
 - ``submissions``  importing a folder of downloads or nbgrader's layout, every file accounted for
 - ``records``      what grading writes in the gradebook: never a lost score, holds for review

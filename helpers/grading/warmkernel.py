@@ -427,9 +427,11 @@ class WarmServer:
 
     @classmethod
     def start(cls, folder: Path, timeout: float = 300.0, policy=None,
-              prefix: list[str] | None = None) -> WarmServer:
+              prefix: list[str] | None = None, env: dict[str, str] | None = None) -> WarmServer:
         """Start a server with its socket in ``folder``; with a sandbox ``policy``, inside the
-        namespaces that the command ``prefix`` creates (see ``helpers.grading.sandbox.launcher``)."""
+        namespaces that the command ``prefix`` creates (see ``helpers.grading.sandbox.launcher``).
+        ``env``: the server's environment (default: this process's), e.g. its OMP_NUM_THREADS,
+        which fixes the number of threads of every kernel it forks."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         sock_path = folder / "warm.sock"
@@ -444,7 +446,7 @@ class WarmServer:
         # installs, wherever grading was started from (nbgrader moves to the course root).
         # Its own messages go to a log beside the socket, which a failed start quotes.
         with (folder / "server.log").open("w") as log:
-            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stderr=log, cwd=folder)
+            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stderr=log, cwd=folder, env=env)
         deadline = time.monotonic() + timeout
         while not sock_path.exists():
             exited = process.poll()
