@@ -513,13 +513,19 @@ def inputs_digest(lesson: str, root: Path = ROOT) -> str:
     return digest.hexdigest()
 
 
+def _is_current(deck: Path, digest: str) -> bool:
+    """Whether ``deck`` exists and was made from the inputs whose digest is ``digest``."""
+    stamp = deck.with_suffix(".digest")
+    return deck.exists() and stamp.exists() and stamp.read_text() == digest
+
+
 def _export_timed(lesson: str, out_dir: Path, root: Path, threads: int) -> tuple[Path, float | None]:
     """Export one deck, unless the one in ``out_dir`` was made from the same inputs (then its
     time is None: the deck is reused)."""
     deck = Path(out_dir) / f"{lesson}.slides.html"
     stamp = deck.with_suffix(".digest")
     digest = inputs_digest(lesson, root)
-    if deck.exists() and stamp.exists() and stamp.read_text() == digest:
+    if _is_current(deck, digest):
         return deck, None
     os.environ["OMP_NUM_THREADS"] = str(threads)  # inherited by the kernel this worker starts
     start = time.perf_counter()
@@ -546,10 +552,14 @@ def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
     # each lesson then starts in a fraction of a second instead of importing PyTorch again.
     from helpers.grading.warmkernel import KERNEL_NAME, WarmServer
 
+    # Started only when a deck is to be made: with every deck kept, make slides takes seconds.
+    stale = [lesson for lesson in lessons
+             if not _is_current(out_dir / f"{lesson}.slides.html", inputs_digest(lesson, root))]
     with tempfile.TemporaryDirectory(prefix="slides-kernels-") as kernels:
-        server = WarmServer.start(Path(kernels), env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+        server = WarmServer.start(Path(kernels), env={**os.environ, "OMP_NUM_THREADS": str(threads)}) \
+            if stale else None
         try:
-            spec_dir = str(server.kernelspec(Path(kernels) / "share"))
+            spec_dir = str(server.kernelspec(Path(kernels) / "share")) if server else ""
             with ProcessPoolExecutor(workers, initializer=_use_kernels,
                                      initargs=(spec_dir, KERNEL_NAME)) as pool:
                 jobs = {pool.submit(_export_timed, lesson, out_dir, root, threads): lesson
@@ -565,7 +575,8 @@ def export(out_dir: Path, lessons: list[str] | None = None, root: Path = ROOT,
                         on_deck(deck, seconds is None)
                     decks[jobs[job]] = deck
         finally:
-            server.stop()
+            if server is not None:
+                server.stop()
     return [decks[lesson] for lesson in lessons]
 
 

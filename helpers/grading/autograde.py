@@ -861,7 +861,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps({"preflight": why}), flush=True)
                 if why:
                     return 0
-            warm_up(api.config, Path(args.submissions))
+            else:
+                warm_up(api.config, Path(args.submissions))
             if os.environ.get(LAUNCHED):
                 SECONDS_PER_NOTEBOOK.append(time.time() - float(os.environ[LAUNCHED]))
             students = json.loads(sys.stdin.readline() or "[]")
