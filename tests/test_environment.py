@@ -56,3 +56,17 @@ def test_make_tests_units_of_work_keep_shared_state_in_one_worker():
     assert conftest.work_unit("tests/test_slides.py::test_x[a]") == "tests/test_slides.py"
     # xdist's own scheduler answers `-n` first unless ours is asked before it
     assert "tryfirst=True" in inspect.getsource(conftest).split("def pytest_xdist_make_scheduler")[0][-200:]
+
+
+def test_reading_a_notebook_compiles_no_grammar():
+    """Every grading worker, nbgrader command and Jupyter server imports nbformat, and with it
+    jsonschema; jsonschema 4.24+ then compiles an IRI grammar (rfc3987-syntax), 1 s of CPU each
+    time. pyproject.toml keeps jsonschema below that."""
+    import subprocess
+    import sys
+
+    ran = subprocess.run([sys.executable, "-c", "import sys, time; t = time.process_time(); import nbformat; "
+                          "print('rfc3987_syntax' in sys.modules, time.process_time() - t)"],
+                         capture_output=True, text=True, check=True)
+    compiled, seconds = ran.stdout.split()
+    assert compiled == "False", f"importing nbformat compiled the IRI grammar ({float(seconds):.2f} s of CPU)"
