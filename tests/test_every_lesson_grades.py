@@ -1,5 +1,6 @@
-"""Every lesson through the class grader: its full solution earns every automatic point, its
-untouched student notebook earns none, and no hidden test leaks into the feedback."""
+"""Every lesson through the class grader: its full solution earns every automatic point and
+raises nowhere, its untouched student notebook earns none and raises only NotImplementedError,
+and no hidden test leaks into the feedback."""
 
 import html
 import re
@@ -17,12 +18,13 @@ _GRADED: dict = {}
 
 @pytest.fixture
 def graded(tmp_path_factory, built_solutions, lesson):
-    """Grade a two-student class of ``lesson`` once: a full solution and a blank notebook."""
+    """Grade a two-student class of ``lesson`` once: a full solution and the committed student
+    notebook untouched. One worker: two notebooks do not pay for a second warm server."""
     if lesson not in _GRADED:
         tmp = tmp_path_factory.mktemp(lesson)
-        fake_class(lesson, tmp / "subs", 2)  # student000: full solution, student001: blank
+        fake_class(lesson, tmp / "subs", 2)  # student000: full solution, student001: untouched
         _GRADED[lesson] = (tmp / "grading",
-                           grade_class(lesson, tmp / "subs", tmp / "grading", workers=2))
+                           grade_class(lesson, tmp / "subs", tmp / "grading", workers=1))
     return _GRADED[lesson]
 
 
@@ -53,15 +55,29 @@ def test_feedback_has_no_hidden_test(graded, lesson):
         assert not leaked, f"{lesson}: hidden lines in {student}'s feedback: {leaked[:2]}"
 
 
+def _raised(root, student: str, lesson: str) -> list[tuple[int, str, str]]:
+    """(cell index, exception name, its message) of every error in a graded notebook."""
+    import nbformat
+
+    nb = nbformat.read(root / "autograded" / student / lesson / f"{lesson}.ipynb", as_version=4)
+    return [(i, out.get("ename"), str(out.get("evalue", ""))[:120]) for i, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" for out in cell.get("outputs", [])
+            if out.get("output_type") == "error"]
+
+
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_full_solution_raises_in_no_cell(graded, lesson):
     """`nbgrader validate` as the course sets it up fails a notebook on an error in any cell, not
     only in grade cells (helpers.grading.validation): a full solution must raise nowhere."""
-    import nbformat
-
-    root, _ = graded
-    nb = nbformat.read(root / "autograded" / "student000" / lesson / f"{lesson}.ipynb", as_version=4)
-    raised = [(i, out.get("ename"), str(out.get("evalue", ""))[:120]) for i, cell in enumerate(nb.cells)
-              if cell.cell_type == "code" for out in cell.get("outputs", [])
-              if out.get("output_type") == "error"]
+    raised = _raised(graded[0], "student000", lesson)
     assert not raised, f"{lesson}: cells that raised with the full solution: {raised}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_untouched_student_notebook_raises_only_not_implemented_error(graded, lesson):
+    """Run top to bottom as handed out (the grader runs every cell, errors or not), each error is an
+    exercise not done yet: no demonstration cell breaks on an unfinished exercise in another way."""
+    raised = _raised(graded[0], "student001", lesson)
+    assert raised, f"{lesson}: a student notebook with exercises should stop at NotImplementedError somewhere"
+    unexpected = [e for e in raised if e[1] != "NotImplementedError"]
+    assert not unexpected, f"{lesson}: errors other than NotImplementedError: {unexpected}"
