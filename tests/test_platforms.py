@@ -40,7 +40,7 @@ def _grade(tmp: Path, files: dict[str, bool]) -> tuple[Path, list[str], tuple[da
     for name, right in files.items():
         _put(tmp / "downloads", name, fill_notebook(LESSON, full if right else {}))
     begin = datetime.now(UTC).replace(microsecond=0)
-    report = grade_class(LESSON, tmp / "downloads", tmp / "course", workers=2, timeout=60, feedback=False)
+    report = grade_class(LESSON, tmp / "downloads", tmp / "course", workers=1, timeout=60, feedback=False)
     end = datetime.now(UTC)
     assert not report.failed and not report.machinery, report.lines()
     return tmp / "course", report.lines(), (begin, end)

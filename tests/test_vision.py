@@ -128,14 +128,18 @@ def test_training_runs_and_learns_a_little():
     """A few steps on a small slice: the loop runs, the loss is finite, the weights move."""
     config = v.TrainConfig(n_train=256, epochs=1, batch_size=64)
     threads_before = torch.get_num_threads()
-    for name in v.MODEL_NAMES:
-        torch.manual_seed(config.seed)
-        before = [p.detach().clone() for p in v.build(name).parameters()]
-        model, history = v.train(name, config, max_steps=3)
-        assert history == [] and not model.training
-        after = list(model.parameters())
-        assert any(not torch.equal(a, b) for a, b in zip(before, after))
-    assert torch.get_num_threads() == threads_before  # one thread while training, then restored
+    torch.set_num_threads(2)  # not the one thread training uses, so that its return shows
+    try:
+        for name in v.MODEL_NAMES:
+            torch.manual_seed(config.seed)
+            before = [p.detach().clone() for p in v.build(name).parameters()]
+            model, history = v.train(name, config, max_steps=3)
+            assert history == [] and not model.training
+            after = list(model.parameters())
+            assert any(not torch.equal(a, b) for a, b in zip(before, after))
+        assert torch.get_num_threads() == 2  # one thread while training, then restored
+    finally:
+        torch.set_num_threads(threads_before)
     with pytest.raises(ValueError):
         v.TrainConfig(epochs=0)
 
