@@ -197,7 +197,6 @@ DEFAULT = TrainConfig()
 
 
 @torch.no_grad()
-@torch.no_grad()  # no graph kept for a backward pass that never comes
 def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 500) -> float:
     """Share of images (N, C, H, W) whose predicted label (logit > 0) equals ``labels`` (N,)."""
     model.eval()

@@ -1,6 +1,10 @@
 """Shared fixtures: the repository root, the lessons, and freshly built solution notebooks."""
 
 import os
+import re
+import socket
+import sys
+from pathlib import Path
 
 # Under `make test` each worker process gets its share of the cores, before anything imports
 # PyTorch: the kernels, notebooks and grading workers the tests start inherit it. Two workers
@@ -8,10 +12,6 @@ import os
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1)
                                                         // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
-import re
-import socket
-import sys
-from pathlib import Path
 
 import matplotlib
 import pytest

@@ -856,7 +856,7 @@ def main(argv: list[str] | None = None) -> int:
                     warm_up(api.config, Path(args.submissions))
                     preflight(args.lesson, args.check_environment_of, args.timeout, not args.no_sandbox,
                               not args.cold, api=api, work_root=Path(args.submissions))
-                except (GradingMachineryError, Exception) as err:  # the first is a KeyboardInterrupt
+                except (GradingMachineryError, Exception) as err:  # GradingMachineryError is no Exception
                     why = str(err) or repr(err)
                 print(json.dumps({"preflight": why}), flush=True)
                 if why:
