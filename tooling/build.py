@@ -71,10 +71,11 @@ def write_if_changed(nb, path: Path) -> bool:
     return True
 
 
-def build_solutions(root: Path = ROOT) -> list[Path]:
-    """Write ``solutions/NN/NN.ipynb`` for every lesson; returns the notebook paths."""
+def build_solutions(root: Path = ROOT, lessons: list[str] | None = None) -> list[Path]:
+    """Write ``solutions/NN/NN.ipynb`` for every lesson (or those in ``lessons``); returns the
+    notebook paths."""
     paths = []
-    for lesson in lesson_ids(root):
+    for lesson in lesson_ids(root) if lessons is None else lessons:
         path = root / "solutions" / lesson / f"{lesson}.ipynb"
         if write_if_changed(solution_notebook(lesson, root), path):
             print(f"built {path.relative_to(root)}")

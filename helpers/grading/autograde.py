@@ -142,7 +142,7 @@ def prepare(lesson: str, root: Path) -> None:
 
     from tooling.build import build_solutions
 
-    build_solutions()
+    build_solutions(lessons=[lesson])
     Path(root).mkdir(parents=True, exist_ok=True)
     api = course_api(root)
     # Recording the lesson regenerates its student version: into the root's release/, so the
@@ -594,9 +594,8 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
     from .integrity import explain, is_tampering, scan_class, summarise, write_report
     from .platforms import export as write_platform_files
 
-    _preflight_of(launched[0])
-    report.timings["preflight"] = time.perf_counter() - start
-    prepare(lesson, root)
+    # While the first worker checks the environment: the files are copied in and scanned, which
+    # records nothing in the gradebook; no score is touched before the check has passed.
     imported = import_submissions(lesson, submissions, root, pattern, keep_latest=keep_latest, tz=tz)
     students, report.imported = imported.students, imported.lines()
     if only:
@@ -606,6 +605,13 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
         if missing:
             raise ValueError(f"no submission of {', '.join(missing)} in {submissions}")
         students = [s for s in students if s in only]
+    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
+    scanned = scan_class(root, lesson, released)
+    report.timings["import and scan"] = time.perf_counter() - start
+    _preflight_of(launched[0])
+    report.timings["environment check (after the import)"] = \
+        time.perf_counter() - start - report.timings["import and scan"]
+    prepare(lesson, root)
     with records.gradebook(root) as gb:
         if due:
             from nbgrader.utils import parse_utc
@@ -616,8 +622,6 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
         report.max_score = sum(g.max_score for g in gb.find_notebook(lesson, lesson).grade_cells
                                if g.cell_type == "code")
 
-    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
-    scanned = scan_class(root, lesson, released)
     report.integrity = {s: f for s, f in scanned.items() if s in students}
     write_report(report.integrity, root / f"integrity_{lesson}.csv")
     gradable = []
@@ -629,7 +633,6 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
             report.failed[student] = why
         else:
             gradable.append(student)
-    report.timings["import and scan"] = time.perf_counter() - start - report.timings["preflight"]
     outcome, report.machinery = _run_workers(lesson, root, gradable, launched, report.timings)
     after = time.perf_counter()
     report.not_reached = [s for s in gradable if s not in outcome]
@@ -756,8 +759,9 @@ def export(lesson: str, root: Path, status: dict[str, str]) -> list[str]:
     with records.gradebook(root) as gb:
         CsvExportPlugin(to=str(Path(root) / "grades.csv")).export(gb)
     released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
-    write_class_report(root, lesson, status, released)
-    return mistakes_lines(class_tables(root, lesson, status, released))
+    tables = class_tables(root, lesson, status, released)
+    write_class_report(root, lesson, status, released, tables)
+    return mistakes_lines(tables)
 
 
 def benchmark(lesson: str, n: int, workers: int = 2) -> list[tuple[str, float]]:

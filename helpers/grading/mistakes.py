@@ -315,12 +315,14 @@ def _height(mistakes: list[dict], width: int) -> float:
     return min(2.0 + 0.32 * (lines + len({r["grade_cell"] for r in mistakes})), 60.0) if mistakes else 2.5
 
 
-def write_class_report(root: Path, lesson: str, status: dict[str, str], released: Path) -> dict[str, Path]:
-    """``summary_<lesson>.csv``, ``mistakes_<lesson>.csv`` and ``mistakes_<lesson>.png`` in ``root``."""
+def write_class_report(root: Path, lesson: str, status: dict[str, str], released: Path,
+                       tables: tuple[list[dict], list[dict]] | None = None) -> dict[str, Path]:
+    """``summary_<lesson>.csv``, ``mistakes_<lesson>.csv`` and ``mistakes_<lesson>.png`` in ``root``,
+    from ``tables`` when the caller has already made them with ``class_tables``."""
     from matplotlib.figure import Figure
 
     root = Path(root)
-    summary, mistakes = class_tables(root, lesson, status, released)
+    summary, mistakes = tables or class_tables(root, lesson, status, released)
     paths = {"summary": root / f"summary_{lesson}.csv", "mistakes": root / f"mistakes_{lesson}.csv",
              "chart": root / f"mistakes_{lesson}.png"}
     _write_csv(paths["summary"], ["grade_cell", "points", "kind", *COLUMNS], summary)
