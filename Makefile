@@ -182,7 +182,7 @@ test: setup lint build
 	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider \
 		-n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
 
-# The quick loop while changing a check, a helper or a quiz (about 2 min on 2 cores): lint, the
+# The quick loop while changing a check, a helper or a quiz (about a minute on 2 cores): lint, the
 # library's unit tests and every check's bite tests — each known mistake caught and named, each
 # correct style passed. No lesson is executed top to bottom, no class graded, no hub or browser:
 # `make test` does all of that.
