@@ -472,7 +472,7 @@ def solution_answers(lesson: str) -> dict[str, str]:
 
 def fill_notebook(lesson: str, answers: dict[str, str]) -> nbformat.NotebookNode:
     """The committed student notebook with the solution cells in ``answers`` filled in."""
-    nb = nbformat.read(ROOT / "notebooks" / lesson / f"{lesson}.ipynb", as_version=4)
+    nb = nbformat.read(_released(lesson), as_version=4)
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution") and meta.get("grade_id") in answers:
@@ -605,7 +605,7 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
         if missing:
             raise ValueError(f"no submission of {', '.join(missing)} in {submissions}")
         students = [s for s in students if s in only]
-    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
+    released = _released(lesson)
     scanned = scan_class(root, lesson, released)
     report.timings["import and scan"] = time.perf_counter() - start
     _preflight_of(launched[0])
@@ -758,7 +758,7 @@ def export(lesson: str, root: Path, status: dict[str, str]) -> list[str]:
 
     with records.gradebook(root) as gb:
         CsvExportPlugin(to=str(Path(root) / "grades.csv")).export(gb)
-    released = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
+    released = _released(lesson)
     tables = class_tables(root, lesson, status, released)
     write_class_report(root, lesson, status, released, tables)
     return mistakes_lines(tables)
