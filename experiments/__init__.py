@@ -7,6 +7,7 @@ is listed, with what it writes and how long it takes, in ``data/README.md``:
 - ``training``       lesson 01's RNN, LSTM and attention classifier -> data/sentiment/
   (the lessons read them back through ``helpers.trained``)
 - ``rnn_control``    lesson 01's RNN trained without fillers -> data/sentiment_control/
+- ``rnn_spread``     lesson 01's runs over more seeds, kernel paths and epochs -> data/sentiment_spread/
 - ``scaled_lookup``  lesson 03's key-value lookup with and without √d_k -> data/scaled_lookup/
 - ``head_count``     lesson 06's one-head classifier -> data/heads/
 - ``norm_warmup``    lesson 07's pre-/post-norm and warm-up runs -> data/norm_warmup/
@@ -15,6 +16,7 @@ is listed, with what it writes and how long it takes, in ``data/README.md``:
 - ``vision``         lesson 09's tiny ViT and small CNN -> data/vision/
 - ``tiny_gpt``       lesson 11's GPT trained on the course's prose -> data/tiny_gpt/
 - ``cost_benchmark`` lesson 08's three attentions at longer lengths (prints a table, writes nothing)
+- ``kernels``        runs an experiment's jobs under several of PyTorch's CPU kernel paths
 
 Each runs as ``python -m experiments.<module>``.
 

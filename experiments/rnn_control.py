@@ -126,9 +126,9 @@ def control_reading(control: dict, shipped: dict) -> str:
     if short_pass and failed_before:
         sentences.append(
             "So the RNN can hold the rule — the first adjective, flipped by `not` or `never`, with "
-            "the distractor ignored — and training finds it, on every seed, as long as the deciding "
-            "words stay within a few steps of the end. What failed in lesson 01's runs was training "
-            "on reviews where they sit far back: the explanation survives its test.")
+            "the distractor ignored — and training finds it, on every seed, when every training "
+            "review keeps the deciding words within a few steps of the end. Lesson 01's runs fail "
+            "in training, not for want of a state that can hold the rule.")
     elif short_pass:
         sentences.append(
             "The RNN trained with fillers was not at chance on these short reviews in every seed, "
@@ -138,11 +138,11 @@ def control_reading(control: dict, shipped: dict) -> str:
             "Even without fillers the RNN does not learn the short reviews on every seed: distance "
             "alone does not explain its failure.")
     c, d = LONG_SETS
-    sentences.append(
-        f"On `{c}` and `{d}` the control gets {_percent(without, c)} and {_percent(without, d)}.")
+    by_seed = "; ".join(f"{100 * r[c]:.1f}% and {100 * r[d]:.1f}% (seed {r['seed']})" for r in without)
+    sentences.append(f"On `{c}` and `{d}` the control gets {by_seed}.")
     if max(high[t] for t in LONG_SETS) < min(low[t] for t in SHORT_SETS) - 0.10:
         sentences.append(
-            "That is far below its short reviews, but it tests less than it seems: these reviews "
+            "Every seed is far below its short reviews, but that tests less than it seems: these reviews "
             "put the deciding words far back *and* contain filler words the control never saw in "
             "training, so the two causes are mixed here. The first rows are the test.")
     else:

@@ -1,6 +1,7 @@
 """Lesson 03 in training: one attention layer at d_k = 128 learns a lookup, with and without √d_k.
 
-    python -m experiments.scaled_lookup    # 2 variants x 3 seeds over two processes -> data/scaled_lookup/
+    python -m experiments.scaled_lookup           # 2 variants x 3 seeds, two processes -> data/scaled_lookup/
+    python -m experiments.scaled_lookup --spread  # seeds 0-5 on four kernel paths -> …/spread.json
 
 The task: 16 pairs (key, value), keys all different (from 32 symbols), values from 16 symbols,
 and a query that names one of the 16 keys; the answer is the value stored under it. Nothing but
@@ -21,11 +22,15 @@ Recorded per run: the loss of every step; every ``probe_every`` steps, on 256 fi
 the mean attention weight on the right pair and the mean largest weight; the spread of the
 scores before training; the accuracy on 1,000 fresh lookups after training. One thread a run:
 the command rewrites ``data/scaled_lookup/results.json`` byte for byte on the same machine.
+``--spread`` trains seeds 0-5 of both variants again under each kernel path of
+``experiments.kernels`` (the same runs, floats rounded four ways): what the lesson says of the
+shipped runs must hold on every path.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import multiprocessing
 import time
@@ -39,6 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from experiments import kernels
 from helpers import paths
 from helpers.runtime import threads
 
@@ -153,6 +159,34 @@ def run_experiment(config: LookupConfig = LookupConfig(), processes: int = 2) ->
     else:
         runs = [_job(job) for job in jobs]
     return {"command": COMMAND, "config": asdict(config), "torch": torch.__version__, "runs": runs}
+
+
+SPREAD_FILE = "spread.json"
+SPREAD_SEEDS = tuple(range(6))
+
+
+def _run_on_path(scaled: bool, seed: int, config: LookupConfig) -> dict:
+    return {**train_run(scaled, seed, config), **kernels.this_path()}
+
+
+def run_spread(config: LookupConfig = LookupConfig(seeds=SPREAD_SEEDS),
+               kernel_paths: Sequence[str] = tuple(kernels.KERNEL_PATHS), processes: int = 2) -> dict:
+    """Both variants for every seed of ``config`` under each kernel path: {"paths": {path: results}}."""
+    jobs = [(scaled, seed, config) for seed in config.seeds for _, scaled in VARIANTS]
+    by_path = {}
+    for path in kernel_paths:
+        by_path[path] = {"command": COMMAND, "config": asdict(config), "torch": torch.__version__,
+                         "runs": kernels.run_under(path, _run_on_path, jobs, processes)}
+    return {"command": f"{COMMAND} --spread", "paths": by_path,
+            "kernel_paths": {p: kernels.KERNEL_PATHS[p] for p in kernel_paths}}
+
+
+def load_spread(data_dir: Path = DATA_DIR) -> dict:
+    """The runs of ``run_spread`` as shipped (``data/scaled_lookup/spread.json``)."""
+    path = paths.require(data_dir, f"{COMMAND} --spread") / SPREAD_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `{COMMAND} --spread` to create it")
+    return json.loads(path.read_text())
 
 
 def save(results: dict, out_dir: Path = DATA_DIR) -> Path:
@@ -278,6 +312,36 @@ def reading(results: dict, looked: float = 0.9) -> str:
     return " ".join(sentences)
 
 
+def spread_reading(spread: dict) -> str:
+    """What the runs of every seed on every kernel path show, in sentences computed from the file."""
+    by_path = spread["paths"]
+    every = next(iter(by_path.values()))["config"]["probe_every"]
+    steps = next(iter(by_path.values()))["config"]["steps"]
+    look = {name: [steps_to_look(r, every=every) for res in by_path.values() for r in runs_of(res, name)]
+            for name, _ in VARIANTS}
+    loss = {name: [steps_to(r) for res in by_path.values() for r in runs_of(res, name)]
+            for name, _ in VARIANTS}
+    n = len(look["scaled"])
+    seeds = sorted({r["seed"] for res in by_path.values() for r in res["runs"]})
+    ordered = all(max(steps_to_look(r, every=every) or steps + 1 for r in runs_of(res, "scaled"))
+                  < min(steps_to_look(r, every=every) or steps + 1 for r in runs_of(res, "unscaled"))
+                  for res in by_path.values())
+    def reached(values: list[int | None]) -> str:
+        done = [v for v in values if v is not None]
+        text = f"{_span(done, 'd')} steps" if done else "no run"
+        return text + (f" ({len(values) - len(done)} of {len(values)} runs not within {steps})"
+                       if len(done) < len(values) else "")
+
+    text = (f"On {len(by_path)} kernel paths of one machine, seeds {seeds[0]}–{seeds[-1]} on each ({n} runs "
+            f"of each variant, the floats rounded {len(by_path)} ways): the scaled head puts half of its "
+            f"weight on the right pair in {reached(look['scaled'])}, the unscaled one in "
+            f"{reached(look['unscaled'])}")
+    text += (", and on every path every scaled run gets there before every unscaled run." if ordered else
+             "; on some path an unscaled run gets there before a scaled one.")
+    return text + (f" A loss of 0.1: scaled in {reached(loss['scaled'])}, "
+                   f"unscaled in {reached(loss['unscaled'])}.")
+
+
 _STYLE = {"scaled": "#4c72b0", "unscaled": "#c44e52"}
 
 
@@ -323,8 +387,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=DATA_DIR, help="folder for results.json")
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--spread", action="store_true",
+                        help=f"seeds {SPREAD_SEEDS[0]}-{SPREAD_SEEDS[-1]} on every kernel path "
+                             f"-> {SPREAD_FILE}")
     args = parser.parse_args(argv)
     start = time.perf_counter()
+    if args.spread:
+        spread = run_spread(processes=args.processes)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / SPREAD_FILE).write_text(json.dumps(spread, separators=(",", ":")) + "\n")
+        for path, results in spread["paths"].items():
+            print(f"{path}: {reading(results)}")
+        print(f"wrote {args.out / SPREAD_FILE}; took {time.perf_counter() - start:.1f} s")
+        return
     path = save(run_experiment(processes=args.processes), args.out)
     results = load_results(args.out)
     print(summary_markdown(results))

@@ -118,13 +118,16 @@ def _training_data(n_train: int, data_seed: int, add_cls: bool,
 def train_run(name: str, seed: int, config: TrainConfig = DEFAULT, fast: bool = True,
               progress: Callable[[], None] | None = None, losses: list[float] | None = None,
               factory: Callable[[], nn.Module] | None = None,
-              task: sentiment.TaskConfig = sentiment.DEFAULT) -> nn.Module:
+              task: sentiment.TaskConfig = sentiment.DEFAULT,
+              after_epoch: Callable[[nn.Module, int], None] | None = None) -> nn.Module:
     """Train model ``name`` from scratch with ``seed``: length buckets if ``fast``, else the plain loop.
 
     Runs with ``config.threads`` torch threads; ``progress`` is called after every epoch, and the
     mean training loss of every epoch is appended to ``losses``. ``factory`` builds a variant of
     the model instead of ``build(name)`` (lesson 06's one-head classifier); ``task`` draws other
-    training reviews (lesson 01's control: no fillers). Returns the model in eval mode.
+    training reviews (lesson 01's control: no fillers); ``after_epoch(model, epochs_done)`` may
+    measure the model between epochs (it must leave the model in train mode and touch no random
+    state: the checkpoints of a long run are then the short runs). Returns the model in eval mode.
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}; choose one of {list(MODEL_NAMES)}")
@@ -137,13 +140,13 @@ def train_run(name: str, seed: int, config: TrainConfig = DEFAULT, fast: bool = 
         # The fast path asks the attention model for its last layer at [CLS] only: the same logits.
         options = {"cls_only": True} if fast and model.needs_cls else {}
         model.train()
-        for _ in range(config.epochs):
+        for done in range(1, config.epochs + 1):
             if fast:
-                epoch = bucketed_batches(data.lengths, config.batch_size, generator, config.bucket_batches)
+                batches = bucketed_batches(data.lengths, config.batch_size, generator, config.bucket_batches)
             else:
-                epoch = random_batches(len(data.labels), config.batch_size, generator)
+                batches = random_batches(len(data.labels), config.batch_size, generator)
             total = 0.0
-            for index in epoch:
+            for index in batches:
                 ids, lengths, labels = data.batch(index)
                 loss = loss_fn(model(ids, lengths, **options), labels)
                 optimizer.zero_grad(set_to_none=True)
@@ -155,6 +158,8 @@ def train_run(name: str, seed: int, config: TrainConfig = DEFAULT, fast: bool = 
                 losses.append(total / len(data.labels))
             if progress is not None:
                 progress()
+            if after_epoch is not None:
+                after_epoch(model, done)
     return model.eval()
 
 

@@ -104,3 +104,45 @@ def plot_gradient_by_distance(profile: GradientProfile, ax=None, mark: int | Non
                  "(median over reviews and seeds; band: quartiles)", fontsize=10)
     ax.legend(fontsize=8, loc="lower left")
     return ax
+
+
+def plot_training_losses(shipped: dict, longer: Sequence[Sequence[float]] = (),
+                         highlight: Sequence[bool] = (), labels: tuple[str, str] = ("", ""),
+                         budget: int = 20, axes=None):
+    """Mean training loss by epoch. Left: every shipped run of each model. Right (with ``longer``):
+    the plain RNN trained for more epochs, one line per run, those in ``highlight`` in colour;
+    ``labels`` name the two kinds of line."""
+    panels = 2 if longer else 1
+    if axes is None:
+        axes = plt.subplots(1, panels, figsize=(5.5 * panels, 3.5), layout="constrained")[1]
+    axes = np.atleast_1d(axes)
+    guess = float(np.log(2))
+    for run in shipped["runs"]:
+        name = run["model"]
+        first = run["seed"] == min(r["seed"] for r in shipped["runs"] if r["model"] == name)
+        axes[0].plot(np.arange(1, len(run["loss"]) + 1), run["loss"], color=COLOURS.get(name), lw=1.4,
+                     label=LABELS.get(name, name) if first else None)
+    axes[0].set_title(f"the shipped runs: {budget} epochs", fontsize=10)
+    axes[0].legend(fontsize=8, loc="lower left")
+    if longer:
+        flags = list(highlight) or [False] * len(longer)
+        for losses, hit in sorted(zip(longer, flags), key=lambda pair: pair[1]):
+            axes[1].plot(np.arange(1, len(losses) + 1), losses, lw=1.0 if hit else 0.7,
+                         color=COLOURS["rnn"] if hit else "0.6", alpha=0.9 if hit else 0.6)
+        axes[1].axvline(budget, color="0.3", lw=0.8, ls="--")
+        axes[1].text(budget, 0.97, f" the lesson's {budget} epochs", transform=axes[1].get_xaxis_transform(),
+                     fontsize=8, color="0.3", va="top")
+        if any(labels):
+            axes[1].plot([], [], color=COLOURS["rnn"], label=labels[0])
+            axes[1].plot([], [], color="0.6", label=labels[1])
+        axes[1].set_title(f"the plain RNN, {len(longer)} runs trained longer", fontsize=10)
+        if any(labels):
+            axes[1].legend(fontsize=8, loc="lower left")
+    for ax in axes:
+        ax.axhline(guess, color="0.5", lw=0.8, ls=":")
+        ax.text(0.99, guess, "guessing (ln 2)", transform=ax.get_yaxis_transform(), ha="right",
+                va="bottom", fontsize=8, color="0.4")
+        ax.set_xlabel("epoch")
+    for ax in axes:
+        ax.set_ylabel("mean training loss")
+    return axes

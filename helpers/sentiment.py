@@ -236,6 +236,15 @@ def label_of(words: Sequence[str]) -> int:
     )
 
 
+def deciding_distance(words: Sequence[str]) -> int:
+    """How many words follow the review's first sentiment adjective (0 = it is the last word)."""
+    _check_words(words)
+    for i, word in enumerate(words):
+        if word in POSITIVE or word in NEGATIVE:
+            return len(words) - 1 - i
+    raise ValueError(f"no sentiment adjective in {' '.join(words)!r}: nothing decides its label")
+
+
 def token_ids(words: Sequence[str]) -> list[int]:
     """The ids of a list of words (no [PAD], no [CLS]); a ValueError names any unknown word."""
     _check_words(words)

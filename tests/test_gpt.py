@@ -214,6 +214,7 @@ def test_what_the_lesson_says_about_the_shipped_runs(shipped):
     assert max(finals) < bigram - 0.3
 
 
+@pytest.mark.kernels
 def test_the_in_lesson_run_reaches_what_the_lesson_says():
     """The lesson's own loop, with the references and its settings: the loss it states."""
     source = lesson_source()

@@ -150,6 +150,7 @@ def test_step0_gradients_larger_in_post_norm_most_near_the_output(norm_runs):
     assert np.all(pre.max(1) / pre.min(1) < 1.5)  # pre-norm: of similar size throughout
 
 
+@pytest.mark.kernels
 def test_a_short_run_reproduces_the_start_of_a_shipped_one(norm_runs):
     short = norm_warmup.NormConfig(**{**norm_runs["config"], "seeds": (0,), "steps": 3, "n_eval": 10})
     got = norm_warmup.train_run(True, False, 0, short)

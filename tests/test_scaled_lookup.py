@@ -80,8 +80,15 @@ def test_every_statement_of_the_lesson_holds(runs):
     assert min(r["weight_on_right"][-1] for r in unscaled) >= 0.9
     assert "slows learning down, it does not prevent it" in text
     lesson = LESSON.read_text()
-    assert ("learns where to look later than the scaled head, on every seed — slower,\n#   not never"
-            in lesson), "the summary's bullet changed: check it against the shipped file again"
+    assert ("learns where to look later than the scaled head, on every seed and\n#   kernel path tried — "
+            "slower, not never; yet half or more of the unscaled runs have not\n#   reached a loss of 0.1 after "
+            "400 steps, which every scaled run reaches within 70." in lesson), \
+        "the summary's bullet changed: check it against the shipped files again"
+    spread = sl.load_spread()["paths"].values()
+    for results in (runs, *spread):
+        unscaled = [sl.steps_to(r) for r in sl.runs_of(results, "unscaled")]
+        assert sum(s is None for s in unscaled) >= len(unscaled) / 2, "not 'half or more'"
+        assert all((sl.steps_to(r) or 10**9) <= 70 for r in sl.runs_of(results, "scaled"))
     assert "(half a minute of CPU)" in lesson and "400 steps, three seeds" in lesson
     assert c["steps"] == 400 and len(c["seeds"]) == 3 and c["d_k"] == 128 and c["batch"] == 64
 
@@ -125,15 +132,54 @@ def test_table_and_figure(runs):
     plt.close("all")
 
 
-def test_short_retraining_reproduces_the_shipped_runs(runs):
-    """The first 15 steps of seed 0, both variants: the same losses (exact on this machine's kernels)."""
+VERDICTS = ("Every scaled run puts half of its weight", "Every scaled run reaches a loss of 0.1",
+            "slows learning down, it does not prevent it")
+
+
+@pytest.mark.kernels
+def test_retraining_gives_the_shipped_runs_or_their_verdict(runs):
+    """Seed 0, both variants: the shipped numbers exactly where this machine's kernels made the file;
+    elsewhere (another CPU, another kernel path) the whole run again, and the lesson's verdicts."""
     short = sl.LookupConfig(steps=15, seeds=(0,), n_eval=10)
-    for name, scaled in sl.VARIANTS:
-        got = sl.train_run(scaled, 0, short)
-        want = next(r for r in sl.runs_of(runs, name) if r["seed"] == 0)
-        assert got["score_std"] == pytest.approx(want["score_std"], rel=1e-5), name
-        assert got["weight_on_right"] == pytest.approx(want["weight_on_right"][:2], rel=1e-4), name
-        assert got["loss"] == pytest.approx(want["loss"][:15], rel=1e-4), name
+    got = {name: sl.train_run(scaled, 0, short) for name, scaled in sl.VARIANTS}
+    want = {name: next(r for r in sl.runs_of(runs, name) if r["seed"] == 0) for name, _ in sl.VARIANTS}
+    for name in got:  # before any update the numbers agree to rounding on every kernel path
+        assert got[name]["score_std"] == pytest.approx(want[name]["score_std"], rel=1e-5), name
+        assert got[name]["loss"][0] == pytest.approx(want[name]["loss"][0], rel=1e-5), name
+    if all(got[n]["loss"] == want[n]["loss"][:15] for n in got):  # the kernels that made the file
+        for name in got:
+            assert got[name]["weight_on_right"] == want[name]["weight_on_right"][:2], name
+        return
+    full = sl.LookupConfig(seeds=(0,))
+    again = {**runs, "config": {**runs["config"], "seeds": [0]},
+             "runs": [sl.train_run(scaled, 0, full) for _, scaled in sl.VARIANTS]}
+    text = sl.reading(again)
+    for verdict in VERDICTS:
+        assert verdict in text, f"retrained on these kernels, the lesson's verdict fails: {text}"
+
+
+@pytest.fixture(scope="module")
+def spread():
+    return sl.load_spread()
+
+
+def test_the_verdicts_hold_on_every_kernel_path_and_seed(runs, spread):
+    """What the lesson says of the shipped three seeds, for seeds 0-5 retrained on four kernel paths."""
+    assert spread["command"] == "python -m experiments.scaled_lookup --spread"
+    assert set(spread["paths"]) == {"native", "avx2", "default", "avx2, MKL avx2"}
+    shipped_config = {k: v for k, v in runs["config"].items() if k != "seeds"}
+    for path, results in spread["paths"].items():
+        assert {k: v for k, v in results["config"].items() if k != "seeds"} == shipped_config, path
+        assert results["config"]["seeds"] == list(sl.SPREAD_SEEDS)
+        capabilities = {r["capability"] for r in results["runs"]}
+        if path in ("avx2", "default"):
+            assert capabilities == {path.upper()}, (path, capabilities)
+        text = sl.reading(results)
+        for verdict in VERDICTS:
+            assert verdict in text, (path, text)
+    for verdict in VERDICTS:
+        assert verdict in sl.reading(runs)
+    assert "On 4 kernel paths" in sl.spread_reading(spread)
 
 
 def test_missing_file_names_the_command(tmp_path):

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from experiments import rnn_control, rnn_spread
 from experiments import training as tr
 
 # Evaluating stored weights is a well-conditioned forward pass: another CPU could only flip a review
@@ -15,9 +16,10 @@ EVAL_TOLERANCE = 0.001
 # Retraining on another CPU: the first epoch agrees to rounding (a 1-ulp change of every initial
 # weight moves its mean loss by about 1e-8, relatively), but 2,500 Adam steps on these models are
 # chaotic — the same 1-ulp change ends in entirely different weights — so on another CPU the
-# weights are not compared, and the retrained model must land where the table's runs lie.
+# weights are not compared, and the retrained model must give the verdict that holds in every run
+# of seeds 0-7 on four kernel paths (data/sentiment_spread/): the plain RNN at chance on the
+# filler sets. Whether it learns `no_fillers` varies from run to run, and is not checked.
 FIRST_EPOCH_RTOL = 1e-5
-RNN_CHANCE_BAND = 0.70  # 18 measured RNN runs (seeds and 1-ulp nudges) gave 46-67% on every set
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +63,7 @@ def test_table_says_what_the_lesson_says(results):
             assert min(accuracies) >= 0.99, run
 
 
+@pytest.mark.kernels
 @pytest.mark.parametrize("name", ["rnn", "lstm"])
 def test_retraining_reproduces_the_shipped_run(name, results):
     """The command's own path (length buckets, one thread), retrained from scratch for seed 0."""
@@ -73,8 +76,8 @@ def test_retraining_reproduces_the_shipped_run(name, results):
     if all(torch.equal(model.state_dict()[k], v) for k, v in shipped.items()):  # this machine's kernels
         assert losses == row["loss"]
         assert got == {t: row[t] for t in tr.TEST_SETS}
-    elif name == "rnn":  # another CPU: different weights, the same verdict
-        assert max(got.values()) <= RNN_CHANCE_BAND, got
+    elif name == "rnn":  # other kernels: other weights; what holds in every run of data/sentiment_spread/
+        assert rnn_spread.at_chance([got[t] for t in rnn_control.LONG_SETS]), got
     else:
         assert min(got.values()) >= 0.99, got
 

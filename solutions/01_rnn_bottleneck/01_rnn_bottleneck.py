@@ -20,8 +20,9 @@
 # - meet the course-review sentiment task that lessons 01, 06 and 07 share;
 # - write a function that measures how strongly each input position moves an output (exercise 2),
 #   and use it on an RNN, an LSTM and an attention model before training;
-# - read the results of training all three, three seeds each, and of a control run that tests
-#   the explanation.
+# - read the results of training all three, three seeds each; see how far three seeds can be
+#   trusted (the same runs over eight seeds, four ways of rounding floats and three training
+#   budgets), and test an explanation with a control run.
 #
 # **Time:** about 50 minutes. Each exercise is followed by a check cell: run it, and if it
 # fails, its message names the most likely mistake.
@@ -32,6 +33,7 @@ import numpy as np
 import torch
 from IPython.display import Markdown, display
 
+from experiments import rnn_spread
 from experiments.training import run_experiment
 from helpers import sentiment
 from helpers.checks import hint  # after a failing check: hint() for a hint, hint() again for the fix
@@ -40,7 +42,7 @@ from helpers.checks.recurrence import check_gradient_by_position, check_rnn_forw
 from helpers.models import LABELS, build, n_parameters
 from helpers.quiz import check_choice, grade_choice
 from helpers.recurrence import gradient_profile
-from helpers.recurrence_plots import plot_gradient_by_distance, plot_lengths, plot_paths
+from helpers.recurrence_plots import plot_gradient_by_distance, plot_lengths, plot_paths, plot_training_losses
 from helpers.trained import accuracy_ranges, load_results, results_markdown
 
 np.set_printoptions(precision=3, suppress=True)
@@ -49,8 +51,8 @@ np.set_printoptions(precision=3, suppress=True)
 # ## Reading one word at a time
 #
 # Before attention, a sentence was read by a **recurrent neural network** (RNN): one word at a
-# time, left to right. After each word it updates a **hidden state** `h_t`, a vector that has to
-# carry everything the network knows about the words so far:
+# time, left to right. After each word it updates a **hidden state** `h_t`, one vector in which
+# the network must keep all it has gathered from the words read so far:
 #
 # $$h_t = \tanh\left(x_t W_x + h_{t-1} W_h + b\right), \qquad h_0 = 0 \text{ (or a given start)}$$
 #
@@ -142,8 +144,8 @@ print("largest difference from nn.RNN:", np.abs(H_mine - H_torch).max())
 #    gradient's norm exceeds a bound, scale it down to the bound (Pascanu et al., 2013). Every
 #    run in this lesson clips at norm 1 (`torch.nn.utils.clip_grad_norm_`); clipping tames
 #    exploding gradients, but it cannot make a vanishing one larger.
-# 2. **No parallelism.** Step `t` needs `h_{t−1}`, so a 50-word review takes 50 steps one after
-#    the other, however many cores the machine has. Attention, as the right panel shows, connects
+# 2. **No parallelism.** Computing `h_t` requires `h_{t−1}` first: a review of 50 words means 50
+#    updates in sequence, however many cores the machine has. Attention, as the right panel shows, connects
 #    every word to the output directly, and all words are processed at the same time.
 
 # %%
@@ -169,8 +171,8 @@ print(f"0.5 ** 40 = {0.5 ** 40:.1e}")
 #   (`not very helpful` is negative, `never boring` positive); nothing else in the review counts;
 # - **filler phrases** (`in the winter semester`, `if you ask me`, …) carry no sentiment and
 #   push the deciding words away from the end;
-# - a **distractor** clause (`although the coffee was great`) adds a second sentiment word that
-#   must be ignored.
+# - a **distractor** clause (`although the coffee was great`) brings in a second sentiment word,
+#   which the label does not depend on.
 
 # %%
 train = sentiment.training_set()  # the 8,000 training reviews (the same for every run)
@@ -190,6 +192,9 @@ plot_lengths(train)
 plt.show()
 print(f"median length {np.median(lengths):.0f} words; {np.mean(lengths >= 30):.0%} have 30 words or more")
 print(f"reviews whose deciding adjective is the very last word: {last_decides:.1%}")
+NEAR = 7  # a connector and a distractor clause: the farthest the short test sets put it from the end
+distance = np.array([sentiment.deciding_distance(words) for words in train.sentences])
+print(f"reviews whose deciding adjective is at most {NEAR} words from the end: {np.mean(distance <= NEAR):.1%}")
 
 # %% [markdown]
 # ## How far does a gradient reach?
@@ -275,7 +280,7 @@ print(f"plain RNN: the same as multiplying by {step:.2f} at each of the 40 steps
 #
 # ## The experiment: train all three
 #
-# All three models were trained the same way: the 8,000 training reviews above, Adam (learning
+# Each of the three models had the same training: the 8,000 training reviews above, Adam (learning
 # rate 0.01, gradients clipped to norm 1), 20 epochs, three seeds each. The command
 # `python -m experiments.training` does it in a few minutes and stores the weights and the accuracies
 # in `data/sentiment/`; it reproduces the stored files exactly on the same machine. This lesson
@@ -292,11 +297,34 @@ for name, by_set in ranges.items():
     print(f"{LABELS[name]:<22} every test set and seed between {low:.1%} and {high:.1%}")
 
 # %% [markdown]
-# The plain RNN is at or near chance on **every** test set — a coin flip scores 50% — even on
-# `no_fillers`, whose reviews have four to seven words and end on the deciding adjective, where it
-# is at best a few points better. It does not handle short reviews and fail on long ones: it
-# never really finds the signal. The LSTM and the attention model are right on (nearly) every
-# review, at every distance.
+# In these three runs the plain RNN is near chance on every test set — a coin flip scores 50% —
+# while the LSTM and the attention model are right on (nearly) every review, at every distance.
+# But three seeds are three draws from a process that is sensitive to the smallest change: the
+# same run on another CPU rounds its floats differently, and after thousands of updates it can
+# end somewhere else. The command `python -m experiments.rnn_spread` (about 20 minutes on 2
+# cores) trains the plain RNN again from seeds 0–7, each under four of PyTorch's *kernel paths*
+# on one machine (the same code, the sums rounded in different orders), for 60 epochs instead of
+# 20, and measures it after 20, 40 and 60; it also trains the LSTM and the attention model on the
+# other paths, and the control of the next sections. Left: the mean training loss of every
+# epoch of the nine shipped runs; right: the plain RNN's runs trained longer.
+
+# %%
+spread = rnn_spread.load_results()
+longer = rnn_spread.distinct(rnn_spread.runs_of(spread))
+above = [r["accuracy"]["60"]["no_fillers"] > rnn_spread.CHANCE[1] for r in longer]
+plot_training_losses(results, [r["loss"] for r in longer], above,
+                     (f"above {rnn_spread.CHANCE[1]:.0%} on no_fillers after 60 epochs", "not"))
+plt.show()
+display(Markdown(rnn_spread.spread_reading(spread)))
+
+# %% [markdown]
+# Read the left panel first. The LSTM sits on the guessing line for several epochs and then
+# drops: it has found the rule. The plain RNN stays on the guessing line for all 20 epochs, and
+# the right panel shows that this is a budget, not an end: trained on, its loss keeps edging
+# down in most runs, and the sentences above count what that buys on each test set. These runs
+# are one machine's. On a CPU whose kernels round differently, a retrained seed lands elsewhere
+# in this spread or outside it — a run that learns `no_fillers` within 20 epochs is possible.
+# What this lesson and its questions rely on is only what held in every run.
 #
 # **The LSTM's trick.** Besides `h_t`, an LSTM carries a cell state updated by *adding*:
 # `c_t = f_t ⊙ c_{t−1} + i_t ⊙ c̃_t`. When the forget gate `f_t` is close to 1, `c_t` passes
@@ -323,42 +351,56 @@ for name in after.ratios:
 # changes that too — the second line of each model gives the gradients without the division, so
 # you can check that the ratio does not create the gain.
 #
-# **Think (2 points, graded by hand).** The plain RNN is near chance even on `no_fillers`, where
-# the deciding adjective is the *last* word — a path of a single step. Using the histogram of
-# training lengths and the gradient chart, explain in three or four sentences why training did
-# not teach it even this easy case.
+# **Think (2 points, graded by hand).** In every run above — any seed, any rounding, 20 epochs or
+# 60 — the plain RNN stays at chance on `fillers_4` and `fillers_8`. On `no_fillers`, whose
+# deciding adjective is the *last* word (a path of a single step), its progress is slow and
+# uneven from run to run. Using the training reviews' lengths and distances, the gradient chart
+# and the loss curves, explain in three or four sentences (1) why the filler sets are out of
+# reach in every run, and (2) why even the short reviews are learned so slowly.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "why_short_fails", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 # === BEGIN MARK SCHEME ===
-# Full marks for both points. (1) What is learned comes from the training set, and most training
-# reviews are long: their deciding words sit 10–50 steps before the end, where the RNN's gradient
-# is 10⁻⁴ to 10⁻¹² of the last word's, so the rule "first adjective, flipped by not/never" never
-# gets a usable training signal. (2) The shortcut "read the last word" is wrong on almost all
-# training reviews — only about 5% end on the deciding adjective; the rest end on a filler or on
-# the distractor's adjective, which is independent of the label — so learning it would not lower
-# the training loss either. Hence the model learns neither, and is at chance on short test reviews
-# too: the failure is in training, not in the RNN's ability to represent short reviews.
-# One point for only one of the two; no points for "short reviews are too short to learn from".
+# One point each. (1) In the filler reviews the deciding words sit 10–50 steps before the end,
+# where the plain RNN's gradient is 10⁻⁴ to 10⁻¹² of the last word's before training, and
+# training does not open that path (the "after training" panel): the rule gets no usable
+# signal from those reviews, whatever the seed or the rounding. (2) For the short reviews the
+# signal exists but is weak and rare: only about one training review in six has its deciding
+# adjective within a few words of the end (the printed share), where the gradient is still a
+# few percent or less of the last word's, and for the rest of the data the rule's words are out
+# of reach, so they add noise, not signal; the shortcut "read the last word" does not help
+# either, since only about 5% of training reviews end on the deciding adjective. The loss hardly
+# moves below ln 2, so each epoch buys little, and where a run stands after a fixed budget hangs
+# on small differences (the seed, even how floats are rounded); with more epochs some runs
+# creep up. No point for "the RNN cannot represent the rule" (the control learns it with the
+# same state) or "short reviews are too short to learn from".
 # === END MARK SCHEME ===
 
 # %% [markdown]
 # ## A control: the same RNN without fillers
 #
-# The explanation above — fillers push the deciding words so far back that training never
-# hears them — is a claim about the *training reviews*, and a claim can be tested. The control
-# changes that one thing: the same RNN, the same recipe and seeds, trained on 8,000 reviews
-# drawn the same way but **without filler phrases** (half of them still end on a distractor),
-# then evaluated on the same four test sets. If distance is the cause, the control learns the
-# short reviews; if the RNN cannot hold the rule at all, it fails on them too. The command
-# `python -m experiments.rnn_control` trains its three runs (half a minute of CPU) and stores them in
-# `data/sentiment_control/`; this lesson loads them. Set `RETRAIN_CONTROL = True` to train them
-# here instead.
+# Whatever you wrote above makes a prediction, and a control can test it: the same RNN, the
+# same recipe and seeds, trained on 8,000 reviews drawn the same way but **without filler
+# phrases** (half of them still have a distractor), then evaluated on the same four test sets.
+# Removing the fillers changes more than one thing, and the cell below measures each: every
+# deciding adjective comes within a few words of the end, the training reviews are shorter, the
+# filler words never occur in training, and far more reviews end on the deciding adjective, so
+# "read the last word" pays off on much of the data. If the RNN cannot hold the rule at all, the
+# control fails on the short test reviews too; if it can, the control shows that it can — not
+# which of these changes made the difference. The command `python -m experiments.rnn_control`
+# trains its three runs (half a minute of CPU) and stores them in `data/sentiment_control/`; this
+# lesson loads them. Set `RETRAIN_CONTROL = True` to train them here instead.
 
 # %%
 from experiments import rnn_control
 
 RETRAIN_CONTROL = False
 control = rnn_control.run_experiment(out_dir=None) if RETRAIN_CONTROL else rnn_control.load_results()
+control_train = sentiment.training_set(config=rnn_control.CONTROL_TASK)
+control_distance = np.array([sentiment.deciding_distance(words) for words in control_train.sentences])
+print(f"control training reviews: at most {max(map(len, control_train.sentences))} words (with fillers: "
+      f"{lengths.max()}); deciding adjective at most {NEAR} words from the end: "
+      f"{np.mean(control_distance <= NEAR):.0%}; the very last word: {np.mean(control_distance == 0):.0%} "
+      f"(with fillers: {np.mean(distance == 0):.0%})")
 display(Markdown(rnn_control.comparison_markdown(control, results)))
 display(Markdown(rnn_control.control_reading(control, results)))
 
@@ -446,11 +488,12 @@ grade_choice(quiz_3, "b", "with f_t ≈ 1 the cell state is copied forward by ad
 # - Its two costs: the path from an early word to the output is as long as the review, and the
 #   steps cannot run in parallel.
 # - Measured, not assumed: at initialisation a plain RNN's gradient 40 words back is about 10⁻¹²
-#   of the last word's, and a plain RNN trained on the review task stays at or near chance
-#   everywhere.
+#   of the last word's, and a plain RNN trained on the review task stays at chance on the long
+#   test reviews in every run, over seeds, kernel paths and three budgets; on the short ones it
+#   makes slow, uneven progress that depends on the seed and even on the rounding.
 # - Tested, not assumed: the same RNN trained on reviews without fillers gets the short test
-#   reviews right on every seed, so what failed was training with the deciding words far back,
-#   not a state too small to hold the rule.
+#   reviews right in nearly every run, so its state can hold the rule; what it lacks with the
+#   fillers is a training signal strong enough to find it.
 # - The honest summary: vanishing gradients are a real, measurable problem of plain RNNs. On this
 #   task the LSTM's additive cell path was enough (near 100%) — but the task asks little of
 #   memory: the label depends on one adjective and on whether a negation came before it, about
