@@ -15,7 +15,7 @@ import torch  # noqa: E402
 
 from experiments import cls_reading as experiment_cls_reading  # noqa: E402
 from experiments import decoding, norm_warmup  # noqa: E402
-from helpers import block_diagram, cls_reading, sentiment
+from helpers import block_diagram, cls_reading, paths, sentiment
 
 # ---------------------------------------------------------------- [CLS] reading, all three seeds
 
@@ -131,14 +131,27 @@ def test_norm_warmup_file_holds_every_variant_and_seed(norm_runs):
         assert all(len(r["loss"]) == c["steps"] and len(r["step0_gradients"]) == c["n_layers"] for r in runs)
 
 
-def test_what_the_lesson_says_about_warm_up(norm_runs):
-    guessing = np.log(norm_runs["config"]["vocab"])
-    s = norm_warmup.summary(norm_runs)
+# The same twelve runs under PyTorch's plainest kernels (ATEN_CPU_CAPABILITY=default): one of the
+# post-norm runs with warm-up was still unsteady at step 200 there (loss 0.67, 97.7% of tokens right).
+OTHER_KERNELS = norm_warmup.DATA_DIR / "default_kernels"
+LESSON = paths.CHECKOUT_DATA.parent / "solutions" / "07_transformer" / "07_transformer.py"
+
+
+@pytest.mark.parametrize("folder", [norm_warmup.DATA_DIR, OTHER_KERNELS], ids=["shipped", "default kernels"])
+def test_what_the_lesson_says_about_warm_up(folder):
+    """"post-norm … never left the guessing loss", "with a 50-step warm-up [it] got nearly every token
+    right", "pre-norm learned it with or without": on both kernel paths."""
+    runs = norm_warmup.load_results(folder)
+    guessing = np.log(runs["config"]["vocab"])
+    s = norm_warmup.summary(runs)
     assert s["post-norm, no warm-up"]["final loss"][0] > guessing - 0.05  # never left guessing
-    failed = norm_warmup.runs_of(norm_runs, "post-norm, no warm-up")
+    failed = norm_warmup.runs_of(runs, "post-norm, no warm-up")
     assert all(norm_warmup.steps_to(r) is None for r in failed)
-    for name in ("post-norm, warm-up", "pre-norm, no warm-up", "pre-norm, warm-up"):
+    assert s["post-norm, warm-up"]["accuracy"][0] > 0.95
+    for name in ("pre-norm, no warm-up", "pre-norm, warm-up"):
         assert s[name]["accuracy"][0] > 0.99 and s[name]["final loss"][1] < 0.05
+    lesson = LESSON.read_text()
+    assert "a 50-step warm-up got nearly every token right" in lesson
 
 
 def test_step0_gradients_larger_in_post_norm_most_near_the_output(norm_runs):
