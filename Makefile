@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 
-.PHONY: setup lab formgrader test test-fast release build lint slides grade check feedback export restore hostile hub hub-install hub-stop hub-backup hub-restore hub-uninstall clean
+.PHONY: setup lab formgrader test test-fast test-kernels release build lint slides grade check feedback export restore hostile hub hub-install hub-stop hub-backup hub-restore hub-uninstall clean
 
 setup: $(STAMP)
 
@@ -29,9 +29,13 @@ lab: setup
 		$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ALLOW_ROOT) $(LAB_ARGS)
 
 # For instructors: JupyterLab on the repository with nbgrader's formgrader (course root grading/)
-# and all of nbgrader's tools.
+# and all of nbgrader's tools (their settings: hub/classhub.py, role "instructor", which also serves
+# the formgrader's pages of submissions under a policy that runs no script of theirs).
+INSTRUCTOR_CONFIG := $(VENV)/jupyter-roles/instructor
 formgrader: build
-	$(BIN)/jupyter lab --port=$(PORT) --ServerApp.default_url=/formgrader $(ALLOW_ROOT) $(LAB_ARGS) \
+	$(BIN)/python hub/classhub.py roles $(VENV)/jupyter-roles
+	JUPYTER_CONFIG_PATH="$(CURDIR)/$(INSTRUCTOR_CONFIG)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+		$(BIN)/jupyter lab --port=$(PORT) --ServerApp.default_url=/formgrader $(ALLOW_ROOT) $(LAB_ARGS) \
 		--notebook-dir="$$($(BIN)/python -c 'from helpers.grading.settings import server_root; print(server_root())')"
 
 # Solution notebooks (git-ignored) built from the jupytext sources in solutions/.
@@ -116,10 +120,11 @@ hub-install:
 hub:
 	@test -n "$(ROSTER)" || { echo "usage: sudo make hub ROSTER=class.csv [HUB_PORT=8000] (hub/roster.example.csv shows the columns)"; exit 2; }
 	@$(HUB_NEEDS_ROOT)
-	@$(PYTHON) hub/private.py --roster "$(abspath $(ROSTER))" $(CURDIR)/solutions $(CURDIR)/grading
+	@$(PYTHON) hub/private.py --roster "$(abspath $(ROSTER))" --clone $(CURDIR)
 	HUB_ROSTER="$(abspath $(ROSTER))" hub/install.sh $(HUB_PREFIX)
 	$(HUB_ENV)/bin/python hub/roster.py "$(ROSTER)"
-	@$(PYTHON) hub/private.py $(HUB_PREFIX)/course $(HUB_PREFIX)/state
+	@$(PYTHON) hub/private.py $(HUB_PREFIX)/course $(HUB_PREFIX)/state --clone $(CURDIR) \
+		--served $(HUB_PREFIX) --skip $(HUB_ENV) --skip $(HUB_PREFIX)/proxy --skip $(HUB_EXCHANGE)
 	mkdir -p -m 700 $(HUB_PREFIX)/state
 ifneq ($(HAS_SYSTEMD)$(HUB_FOREGROUND),)
 ifeq ($(HUB_FOREGROUND),)
@@ -140,37 +145,41 @@ else
 		--log $(HUB_PREFIX)/state/hub.log --background -- $(HUB_ENV)/bin/jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
 endif
 
-# Stop the hub (every server with it): the systemd service, or the supervisor.
+# Stop the hub (every server with it): the systemd service, or the supervisor (or a hub
+# whose supervisor was killed: hub/supervise.py keeps the hub's own pid too).
 hub-stop:
 	@$(HUB_NEEDS_ROOT)
 	@if [ -e $(HUB_UNIT) ]; then systemctl stop attention-hub; \
-	elif pid=$$(cat $(HUB_SUPERVISOR) 2>/dev/null) && kill $$pid 2>/dev/null; then \
-		echo "stopping the hub (supervisor $$pid)"; while kill -0 $$pid 2>/dev/null; do sleep 1; done; \
-	else echo "no hub is running from $(HUB_PREFIX)"; fi
+	else $(PYTHON) hub/supervise.py --pidfile $(HUB_SUPERVISOR) --stop; fi
 
 # The gradebook, grading/, the exchange's course folders and the class's home folders, in one
 # archive (root only): make hub-backup [BACKUP=file]; make hub-restore BACKUP=file [HUB_PREFIX=...]
+# (the homes into the prefix's restored-homes/; HOMES=1: into the accounts' homes, newer files kept)
 hub-backup:
 	@$(HUB_NEEDS_ROOT)
 	hub/backup.sh backup $(BACKUP)
 
 hub-restore:
 	@$(HUB_NEEDS_ROOT)
-	@test -n "$(BACKUP)" || { echo "usage: sudo make hub-restore BACKUP=file [HUB_PREFIX=...] [HUB_EXCHANGE=...]"; exit 2; }
-	hub/backup.sh restore "$(BACKUP)"
+	@test -n "$(BACKUP)" || { echo "usage: sudo make hub-restore BACKUP=file [HUB_PREFIX=...] [HUB_EXCHANGE=...] [HOMES=1]"; exit 2; }
+	HOMES="$(HOMES)" hub/backup.sh restore "$(BACKUP)"
 
 # Remove what make hub installed: the service, the prefix (a backup is taken first, into
-# /var/backups), the course's folders in the exchange; the accounts and the two groups only with
-# ACCOUNTS=1. An environment outside the prefix (HUB_ENV) is left alone.
+# /var/backups), the course's folders in the exchange; with ACCOUNTS=1 the accounts make hub
+# created (listed in the prefix's state/accounts-created.txt, which stays until then) and the two
+# groups once empty. An environment outside the prefix (HUB_ENV) is left alone.
 hub-uninstall:
 	@$(HUB_NEEDS_ROOT)
 	-@$(MAKE) --no-print-directory hub-stop
 	@if [ -d $(HUB_PREFIX)/course/grading ]; then hub/backup.sh backup /var/backups/attention-hub-$$(date -u +%Y%m%dT%H%M%SZ).tar.gz; fi
 	@if [ -e $(HUB_UNIT) ]; then systemctl disable attention-hub; rm -f $(HUB_UNIT); systemctl daemon-reload; fi
 	@case "$(abspath $(HUB_PREFIX))" in /|/srv|/var|/var/tmp|/opt|/home|/usr|/root) echo "refusing to remove $(HUB_PREFIX)"; exit 2;; esac
-	rm -rf $(HUB_PREFIX) $(HUB_EXCHANGE)/attention-from-scratch
-	@if [ -n "$(ACCOUNTS)" ]; then $(PYTHON) hub/roster.py --remove-class; \
-	else echo "the class accounts are kept (remove them too: make hub-uninstall ACCOUNTS=1)"; fi
+	@if [ -n "$(ACCOUNTS)" ]; then $(PYTHON) hub/roster.py --remove-class; fi
+	@record=$(HUB_PREFIX)/state/accounts-created.txt; kept=$$(cat $$record 2>/dev/null || true); \
+	rm -rf $(HUB_PREFIX) $(HUB_EXCHANGE)/attention-from-scratch; \
+	if [ -n "$$kept" ]; then (umask 077; mkdir -p $(HUB_PREFIX)/state; printf '%s\n' "$$kept" > $$record); \
+		echo "the class accounts are kept (remove them too: make hub-uninstall ACCOUNTS=1; the list of those make hub created stays in $$record)"; \
+	elif [ -z "$(ACCOUNTS)" ]; then echo "the class accounts are kept (remove them too: make hub-uninstall ACCOUNTS=1)"; fi
 
 lint: setup
 	$(BIN)/ruff check helpers experiments tooling tests solutions hub
@@ -181,6 +190,17 @@ TEST_WORKERS ?= 2
 test: setup lint build
 	$(BIN)/python -m pytest tests solutions --nbval-lax --nbval-current-env -p no:cacheprovider \
 		-n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
+	@echo "the retrained results again, on PyTorch's plainest kernels (ATEN_CPU_CAPABILITY=default):"
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest $(KERNEL_TESTS) -q -p no:cacheprovider -n $(TEST_WORKERS)
+
+# The tests that retrain a result (marked `kernels`): what they check must hold whichever way this
+# CPU rounds floats. make test-kernels runs them on two more of PyTorch's kernel paths.
+KERNEL_TESTS := -m kernels tests/test_training.py tests/test_rnn_control.py tests/test_scaled_lookup.py \
+	tests/test_lesson07_experiments.py tests/test_gpt.py
+test-kernels: setup
+	for path in default avx2; do echo "ATEN_CPU_CAPABILITY=$$path"; \
+		ATEN_CPU_CAPABILITY=$$path $(BIN)/python -m pytest $(KERNEL_TESTS) -q -p no:cacheprovider \
+			-n $(TEST_WORKERS) || exit 1; done
 
 # The quick loop while changing a check, a helper or a quiz (about a minute on 2 cores): lint, the
 # library's unit tests and every check's bite tests — each known mistake caught and named, each

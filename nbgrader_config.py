@@ -1,7 +1,9 @@
 """nbgrader settings for this course; run nbgrader from the repository root.
 
-One course root, `grading/`: see ``helpers.grading.settings``. The settings live in ``helpers.grading.settings.configure`` so the build, the tests and the
-instructor's nbgrader commands all use the same ones.
+One course root, `grading/`: see ``helpers.grading.settings``. The settings live in
+``helpers.grading.settings.configure`` so the build, the tests, the formgrader and the instructor's
+nbgrader commands all use the same ones (what the formgrader and feedback pages show of a
+submission is sanitised there too: ``helpers.grading.sanitize``).
 """
 
 

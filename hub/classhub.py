@@ -46,6 +46,8 @@ NBGRADER_SERVER = {
     "assignment-list": "nbgrader.server_extensions.assignment_list",
     "validate-assignment": "nbgrader.server_extensions.validate_assignment",
 }
+# The course's own server extension beside the formgrader (helpers.grading.sanitize).
+PAGE_POLICY_SERVER = "helpers.grading.sanitize"
 # JupyterLab's news and update check: a request to the internet and a pop-up in class.
 NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
 # What each kind of user sees of nbgrader. A learner on their own machine (`make lab`) has no
@@ -65,6 +67,8 @@ def role_settings(role: str) -> dict[str, dict]:
     if role == "learner":
         disabled["@jupyter/nbgrader:menu"] = True  # nothing of it is for a learner on their own
     server = {module: tool in shown for tool, module in NBGRADER_SERVER.items()}
+    if "formgrader" in shown:  # its submission pages served under a policy that runs no student script
+        server[PAGE_POLICY_SERVER] = True
     return {
         "labconfig/page_config.json": {"disabledExtensions": disabled},
         "jupyter_server_config.json": {"ServerApp": {"jpserver_extensions": server}},

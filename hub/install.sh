@@ -22,6 +22,15 @@ PROXY_VERSION="5.3.0"
 umask 022
 
 say() { printf '[hub/install] %s\n' "$*"; }
+# Every account passes through the prefix (its env/ and data/ are the students'); the clone holds
+# the hidden tests and must stay closed, so neither may hold the other.
+prefix_abs="$(realpath -m "$PREFIX")"
+case "$prefix_abs/" in
+    "$REPO/"*) say "the prefix $PREFIX is (inside) this clone $REPO: students would reach the clone's hidden tests; give another, e.g. HUB_PREFIX=/srv/attention-from-scratch with the clone elsewhere"; exit 2 ;;
+esac
+case "$REPO/" in
+    "$prefix_abs/"*) say "this clone $REPO is inside the prefix $PREFIX, which every account enters: clone it elsewhere (e.g. /opt/attention-from-scratch)"; exit 2 ;;
+esac
 mkdir -p "$PREFIX"
 chmod 755 "$PREFIX"
 

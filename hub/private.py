@@ -1,15 +1,22 @@
 """What other accounts on the hub machine could read of the instructors' files; ``make hub``
 refuses to start while any of it is exposed.
 
-    python hub/private.py --roster class.csv --solutions solutions [--course /srv/.../course ...]
+    python hub/private.py --roster class.csv --clone . [--served PREFIX --skip ENV ...] [TREE ...]
 
 Every student has a shell on the machine (a JupyterLab terminal), so a file is private only when
 no account but its owner (and, for the course copy, the group ``attention-instructors``) can
 reach it: each folder above it must be closed to them, or the file itself. Checked:
 
 - the roster (first passwords in it): no permission for group or others at all (mode 600);
-- the checkout's ``solutions/`` (hidden tests) and the course copy: nothing readable by others or
-  by a group with members outside the owner and the instructors.
+- the clone ``make hub`` runs from, as a whole: its ``.git`` holds every hidden test of every
+  version, ``solutions/`` the hidden tests and mark schemes, ``tests/`` correct implementations,
+  and students need nothing of it (they are served from the prefix);
+- each TREE (the course copy, the hub's state): nothing readable by others or by a group with
+  members outside the owner and the instructors;
+- ``--served``: no file that other accounts can read under the hub's prefix holds a hidden-test
+  block or a mark scheme (``--skip`` leaves out the shared environment, whose third-party
+  packages ship their own examples of both, and the exchange, where students write what they
+  like).
 
 Each finding names the path and the one command that fixes it. Standard library only: it runs
 before the course environment exists.
@@ -18,16 +25,24 @@ before the course environment exists.
 from __future__ import annotations
 
 import argparse
+import functools
 import grp
 import os
 import pwd
+import re
 import stat
 import sys
 from pathlib import Path
 
 INSTRUCTORS = "attention-instructors"
+# What only instructors may read, as the course's sources and nbgrader's notebooks spell it: a
+# line that opens a hidden-test block or a mark scheme (a .py, or a JSON string of an .ipynb).
+ANSWERS = re.compile(rb'(?m)^[ \t]*"?(?:# )?(?:### BEGIN HIDDEN TESTS|=== BEGIN MARK SCHEME ===)')
+SECRETS_OF_A_CLONE = (".git", "solutions", "tests", "grading", "build", "submitted")
+LARGEST_TEXT = 5 << 20  # bytes; data files beyond this are results, not lesson sources
 
 
+@functools.cache  # one run of make hub: the accounts do not change while it looks
 def _members(gid: int) -> set[str]:
     """Every account in group ``gid``, through /etc/group or as its primary group."""
     try:
@@ -83,7 +98,49 @@ def exposed_tree(top: Path) -> tuple[Path, str] | None:
     return (top, who) if who else None
 
 
-def problems(roster: Path | None = None, trees: list[Path] = ()) -> list[str]:
+def clone_problem(clone: Path) -> str | None:
+    """What is wrong when another account can enter the clone, with the fix; None when it is
+    private (closed itself, or under a closed folder)."""
+    found = exposed_tree(clone)
+    if not found:
+        return None
+    clone = Path(clone).resolve()
+    inside = [name for name in SECRETS_OF_A_CLONE if (clone / name).exists()]
+    held = f", and with it its {', '.join(inside)}" if inside else ""
+    return (f"the clone {clone} can be read by {found[1]}{held} (hidden tests, mark schemes, correct "
+            f"implementations); students are served from the prefix and need nothing of the clone. "
+            f"Fix: chmod -R go-rwx {clone}")
+
+
+def answers_served(top: Path, skip: list[Path] = ()) -> list[tuple[Path, str]]:
+    """Files under ``top`` that another account can read and that hold a hidden test or a mark
+    scheme, each with to whom. Folders closed to others are not entered (nothing below them can
+    be read), nor those in ``skip``."""
+    skipped = {Path(p).resolve() for p in skip}
+    top = Path(top).resolve()
+    if not top.is_dir() or not reachable(top) or not _open_to(top.stat(), stat.S_IXGRP, stat.S_IXOTH):
+        return []
+    found = []
+    for here, folders, files in os.walk(top):
+        folders[:] = [f for f in folders
+                      if Path(here, f).resolve() not in skipped and not os.path.islink(Path(here, f))
+                      and _open_to(os.stat(Path(here, f)), stat.S_IXGRP, stat.S_IXOTH)]
+        for name in files:
+            path = Path(here, name)
+            try:
+                st = os.lstat(path)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > LARGEST_TEXT:
+                    continue
+                who = _open_to(st, stat.S_IRGRP, stat.S_IROTH)
+                if who and ANSWERS.search(path.read_bytes()):
+                    found.append((path, who))
+            except OSError:
+                continue  # gone meanwhile, or a socket: nothing to read
+    return found
+
+
+def problems(roster: Path | None = None, trees: list[Path] = (), clone: Path | None = None,
+             served: Path | None = None, skip: list[Path] = ()) -> list[str]:
     """What other accounts can read, each with the command that makes it private."""
     out = []
     if roster is not None and Path(roster).exists():
@@ -97,16 +154,26 @@ def problems(roster: Path | None = None, trees: list[Path] = ()) -> list[str]:
             path, who = found
             out.append(f"{path} can be read by {who}. "
                        f"Fix: chmod -R go-rwx {top}")
+    if clone is not None and (found := clone_problem(clone)):
+        out.append(found)
+    if served is not None:
+        for path, who in answers_served(served, skip):
+            out.append(f"{path} holds hidden tests or a mark scheme and can be read by {who}. "
+                       f"Fix: chmod go-rwx {path}")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Refuse to serve while instructors' files are exposed.")
     parser.add_argument("--roster", type=Path)
+    parser.add_argument("--clone", type=Path, help="the clone make hub runs from: closed as a whole")
+    parser.add_argument("--served", type=Path, help="the hub's prefix: no readable file holds an answer")
+    parser.add_argument("--skip", type=Path, action="append", default=[],
+                        help="a folder under --served not to search (the shared environment)")
     parser.add_argument("trees", type=Path, nargs="*",
-                        help="folders no student may read: the checkout's solutions/, the course copy")
+                        help="folders no student may read: the course copy, the hub's state")
     args = parser.parse_args(argv)
-    found = problems(args.roster, args.trees)
+    found = problems(args.roster, args.trees, args.clone, args.served, args.skip)
     for line in found:
         print(f"make hub: refusing to serve: {line}", file=sys.stderr)
     return 2 if found else 0

@@ -1,7 +1,7 @@
 """Linux accounts for a class, from a roster CSV; run as root (``make hub`` does).
 
     python hub/roster.py ROSTER.csv [--passwords FILE] [--dry-run]
-    python hub/roster.py --remove-class      # make hub-uninstall ACCOUNTS=1: every class account
+    python hub/roster.py --remove-class      # make hub-uninstall ACCOUNTS=1: the accounts it made
 
 The roster has a header row and the columns ``username`` and ``role`` (``student`` or
 ``instructor``), optionally ``name`` and ``password``. For each row the account is created
@@ -14,6 +14,10 @@ passwords are appended to ``--passwords`` (default ``$HUB_PREFIX/state/first-pas
 readable by root only) for the instructor to hand out; a student changes
 theirs in a JupyterLab terminal with ``passwd``. Nobody is ever deleted: an account that left
 the roster is reported, and the instructor decides.
+
+Each account it creates is recorded in ``$HUB_PREFIX/state/accounts-created.txt`` (root only);
+``--remove-class`` deletes exactly those, never an account someone else made and put in a class
+group, and a group only once nobody is left in it.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from classhub import INSTRUCTORS, ROLES, STUDENTS  # noqa: E402
 USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 PREFIX = Path(os.environ.get("HUB_PREFIX", "/srv/attention-from-scratch"))
 DEFAULT_PASSWORDS = PREFIX / "state" / "first-passwords.csv"
+CREATED = PREFIX / "state" / "accounts-created.txt"
 
 
 class RosterError(ValueError):
@@ -107,7 +112,26 @@ def _group_members(group: str) -> set[str]:
         return set()
 
 
-def apply(members: list[Member], passwords: Path = DEFAULT_PASSWORDS, dry_run: bool = False) -> dict:
+def _append(path: Path, lines: list[str]) -> None:
+    """Add lines to a root-only file (its folder made root-only too when missing)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "a") as f:
+        f.writelines(f"{line}\n" for line in lines)
+    os.chmod(path, 0o600)
+
+
+def created_by_the_hub(record: Path = CREATED) -> list[str]:
+    """The accounts this hub's roster runs created, in order, once each."""
+    try:
+        names = record.read_text().split()
+    except FileNotFoundError:
+        return []
+    return list(dict.fromkeys(names))
+
+
+def apply(members: list[Member], passwords: Path = DEFAULT_PASSWORDS, dry_run: bool = False,
+          record: Path | None = None) -> dict:
     """Create what is missing; a report {created, updated, unchanged, left_roster}."""
     if os.geteuid() != 0 and not dry_run:
         raise PermissionError("creating accounts needs root: sudo make hub ROSTER=...")
@@ -127,6 +151,8 @@ def apply(members: list[Member], passwords: Path = DEFAULT_PASSWORDS, dry_run: b
             password = m.password or secrets.token_urlsafe(9)
             _run(["chpasswd"], stdin=f"{m.username}:{password}\n", dry_run=dry_run)
             if not dry_run:
+                # recorded at once: an uninstall must find it even if a later line fails
+                _append(record or passwords.with_name(CREATED.name), [m.username])
                 os.chmod(pwd.getpwnam(m.username).pw_dir, 0o750)  # classmates cannot read it
             first.append((m.username, m.role, password))
             report["created"].append(m.username)
@@ -154,20 +180,32 @@ def apply(members: list[Member], passwords: Path = DEFAULT_PASSWORDS, dry_run: b
     return report
 
 
-def remove_class(dry_run: bool = False) -> list[str]:
-    """Delete every account of the two class groups (home folders included), then the groups."""
+def remove_class(record: Path = CREATED, dry_run: bool = False) -> tuple[list[str], list[str]]:
+    """Delete the accounts the hub created (home folders included), then each class group left
+    empty; the accounts removed, and those kept in a class group because the hub did not make them."""
     if os.geteuid() != 0 and not dry_run:
         raise PermissionError("removing accounts needs root: sudo make hub-uninstall ACCOUNTS=1")
-    members = sorted(_group_members(STUDENTS) | _group_members(INSTRUCTORS)
-                     | {p.pw_name for p in pwd.getpwall() for g in ROLES.values()
-                        if _exists_group(g) and p.pw_gid == grp.getgrnam(g).gr_gid})
-    for user in members:
+    removed = [user for user in created_by_the_hub(record) if _exists(user)]
+    for user in removed:
         _run(["pkill", "-KILL", "-u", user], dry_run=dry_run, check=False)
         _run(["userdel", "--remove", user], dry_run=dry_run)
+    kept = sorted(_class_members() - set(removed)) if not dry_run else []
     for group in ROLES.values():
-        if _exists_group(group):
+        if _exists_group(group) and not (dry_run or _class_members(group)):
             _run(["groupdel", group], dry_run=dry_run)
-    return members
+    if not dry_run and record.exists():
+        record.unlink()
+    return removed, kept
+
+
+def _class_members(*groups: str) -> set[str]:
+    """Every account in ``groups`` (default: both class groups), listed or as primary group."""
+    out = set()
+    for group in groups or tuple(ROLES.values()):
+        if _exists_group(group):
+            gid = grp.getgrnam(group).gr_gid
+            out |= _group_members(group) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == gid}
+    return out
 
 
 def _exists_group(group: str) -> bool:
@@ -181,9 +219,13 @@ def _exists_group(group: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Linux accounts for a class, from a roster CSV.")
     if "--remove-class" in (argv if argv is not None else sys.argv[1:]):
-        removed = remove_class()
-        print(f"removed the class accounts ({len(removed)}): {', '.join(removed) or 'none'}, "
-              "and the groups attention-students, attention-instructors")
+        removed, kept = remove_class()
+        print(f"removed the accounts make hub created ({len(removed)}): {', '.join(removed) or 'none'}")
+        if kept:
+            print(f"kept, not made by make hub ({len(kept)}): {', '.join(kept)}; "
+                  "their class groups stay with them")
+        else:
+            print(f"removed the groups {STUDENTS}, {INSTRUCTORS}")
         return 0
     parser.add_argument("roster", type=Path)
     parser.add_argument("--passwords", type=Path, default=DEFAULT_PASSWORDS,
@@ -191,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the commands, change nothing")
     args = parser.parse_args(argv)
     try:
-        report = apply(read_roster(args.roster), args.passwords, args.dry_run)
+        report = apply(read_roster(args.roster), args.passwords, args.dry_run, record=CREATED)
     except (RosterError, PermissionError, RuntimeError) as err:
         print(f"roster: {err}", file=sys.stderr)
         return 2

@@ -31,6 +31,37 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def server_api(port: int, token: str):
+    """call(path, method, body, timeout): a Jupyter server's JSON API on loopback, with its token."""
+    import json
+    import urllib.request
+
+    def call(path, method="GET", body=None, timeout=120):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read() or b"null")
+
+    return call
+
+
+def wait_for_formgrader(call, server, log, seconds: float = 90) -> None:
+    """Until the formgrader answers; a test failure with the server's ``log()`` if it never does."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            call("/formgrader/api/status")
+            return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"the Jupyter server did not start:\n{log()}")
+            time.sleep(0.5)
+
+
 def lessons() -> list[str]:
     from tooling.build import lesson_ids
 

@@ -12,13 +12,11 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, server_api, wait_for_formgrader
 
 from helpers.grading import records, settings
 from helpers.grading.autograde import fill_notebook, grade_class, solution_answers
@@ -147,23 +145,8 @@ def formgrader(course):
          f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={os.path.commonpath([ROOT, root])}"],
         cwd=ROOT, env=_env(root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
-    def call(path, method="GET", body=None, timeout=120):
-        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"token {token}"})
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read() or b"null")
-
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            call("/formgrader/api/status")
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail(f"the Jupyter server did not start: {server.stderr.read()[-2000:]}")
-            time.sleep(0.5)
+    call = server_api(port, token)
+    wait_for_formgrader(call, server, lambda: server.stderr.read()[-2000:])
     yield call
     server.terminate()
     server.wait(20)

@@ -10,12 +10,15 @@ Debian's Chromium; takes a quarter of an hour."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pwd
 import re
 import secrets
 import statistics
 import subprocess
+import tarfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -281,14 +284,29 @@ def page_menus(page, shot: str | None = None) -> list[str]:
 
 
 def test_make_hub_refuses_files_other_accounts_can_read_and_names_the_fix(hub):
-    """start_hub ran `make hub` first from a world-readable clone with a roster of mode 644."""
-    solutions = hub.checkout / "solutions"
+    """start_hub ran `make hub` first from a world-readable clone with a roster of mode 644; here
+    the clone's top folder and its .git are opened again, as a `chmod -R a+rX` would."""
+    clone = hub.checkout
     assert f"the roster {hub.roster} (first passwords) has mode -rw-r--r--" in hub.refused, hub.refused
     assert f"Fix: chmod 600 {hub.roster}" in hub.refused
-    assert f"{solutions} can be read by others" in hub.refused
-    assert f"Fix: chmod -R go-rwx {solutions}" in hub.refused
+    assert f"the clone {clone} can be read by others, and with it its .git, solutions, tests" in hub.refused
+    assert f"Fix: chmod -R go-rwx {clone}" in hub.refused
     assert "hub/install" not in hub.refused, "make hub must refuse before installing anything"
     MEASURED["refused"] = [x for x in hub.refused.splitlines() if "refusing" in x]
+    opened = [clone, clone / ".git", *(clone / ".git").rglob("*")]
+    modes = {path: path.stat().st_mode & 0o777 for path in opened}
+    try:
+        for path in opened:
+            path.chmod(modes[path] | (0o055 if path.is_dir() else 0o044))
+        again = hub.make("hub", f"ROSTER={hub.roster}", timeout=120)
+        said = again.stdout + again.stderr
+        assert again.returncode != 0 and "hub/install" not in said, said[-2000:]
+        assert f"refusing to serve: the clone {clone} can be read by others, and with it its .git" in said, \
+            said
+        assert f"Fix: chmod -R go-rwx {clone}" in said
+    finally:
+        for path in opened:
+            path.chmod(modes[path])
     course = hub.settings.course
     assert not (course / hub.roster.name).exists(), "the course copy must not hold the roster"
     leaks = []
@@ -320,11 +338,49 @@ def test_a_student_reads_the_lessons_data_but_not_the_instructors_files(hub):
             f"a student can read {what}: {secret}"
     listed = hub.login_shell(user, f"ls '{course}' '{hub.checkout / 'solutions'}'")
     assert listed.returncode != 0 and listed.stderr.count("Permission denied") == 2, listed
-    assert hub.login_shell(user, f"cat '{hub.checkout / 'README.md'}'").returncode == 0, \
-        "the probe itself must work: a student reads the clone's public files"
+    assert hub.login_shell(user, f"cat '{hub.prefix / 'data' / 'README.md'}'").returncode == 0, \
+        "the probe itself must work: a student reads the shipped results"
     solution = course / "solutions" / LESSON / f"{LESSON}.py"
     teacher = hub.login_shell(TEACHER[0], f"cat '{solution}'")
     assert teacher.returncode == 0, "the instructor must reach the course's solutions"
+
+
+def test_nothing_a_student_can_read_holds_a_hidden_test(hub):
+    """The clone as a whole (its .git above all: `git show` reads every hidden test of every
+    version), and no file a student can read in the prefix, the exchange or the course's
+    installed packages holds a hidden-test block or a mark scheme."""
+    user, clone = RIGHT[0], hub.checkout
+    hidden = f"HEAD:solutions/{LESSON}/{LESSON}.py"
+    as_root = subprocess.run(["git", "-C", str(clone), "show", hidden], capture_output=True, text=True)
+    assert as_root.returncode == 0 and "### BEGIN HIDDEN TESTS" in as_root.stdout, \
+        "the probe itself must work: the clone's history holds the hidden tests"
+    shown = hub.as_user(user, "student", "git", "-c", "safe.directory=*", "-C", str(clone), "show", hidden,
+                        cwd=Path("/tmp"))
+    assert shown.returncode != 0 and "BEGIN HIDDEN TESTS" not in shown.stdout, shown
+    assert "Permission denied" in shown.stderr, shown.stderr
+    read = {}
+    for rel in (".git/HEAD", f"solutions/{LESSON}/{LESSON}.py", "tests/test_hub.py",
+                "tests/test_attention.py", "hub/roster.example.csv", "README.md"):
+        assert (clone / rel).exists(), rel
+        peek = hub.login_shell(user, f"cat '{clone / rel}'")
+        read[rel] = peek.returncode
+        assert peek.returncode != 0 and "Permission denied" in peek.stderr, \
+            f"a student reads the clone's {rel}"
+    site = hub.as_user(user, "student", "python", "-c",
+                       "import helpers, experiments, tooling, os; "
+                       "print(*(os.path.dirname(m.__file__) for m in (helpers, experiments, tooling)))",
+                       cwd=Path("/tmp"))
+    assert site.returncode == 0, site.stderr
+    places = [hub.prefix, hub.exchange, *site.stdout.split()]
+    # a line that opens a block, as in a lesson's source or a notebook's JSON (not code naming it)
+    markers = ["-E", '^[[:space:]]*"?(# )?(### BEGIN HIDDEN TESTS|=== BEGIN MARK SCHEME ===)']
+    found = hub.as_user(user, "student", "grep", "-rlsI", *markers, *map(str, places), cwd=Path("/tmp"))
+    assert found.returncode != 0 and not found.stdout, f"a student can read hidden tests in: {found.stdout}"
+    teacher = hub.as_user(TEACHER[0], "instructor", "grep", "-rlsI", *markers, str(hub.settings.course))
+    assert teacher.stdout, "the probe itself must work: the instructors' copy holds the hidden tests"
+    MEASURED["a_student_on_the_hidden_tests"] = {
+        "git_show": {"status": shown.returncode, "said": shown.stderr.strip()[:200]},
+        "cat_in_the_clone": read, "grep_of_what_students_read": [str(p) for p in places]}
 
 
 # ------------------------------------------------------------------ instructors
@@ -618,15 +674,73 @@ def test_the_hub_comes_back_when_its_process_is_killed_with_one_idle_culler(hub)
     assert "the hub ended by itself" in hub.supervisor_log.read_text()
 
 
-def test_a_backup_restores_into_a_fresh_prefix_a_gradebook_that_exports_the_same(hub):
+def _homes(hub: Hub) -> dict[str, str]:
+    """Every file and link in the class's home folders, by path: its bytes' hash, or its target."""
+    out = {}
+    for user in hub.users:
+        for here, _, names in os.walk(pwd.getpwnam(user).pw_dir):
+            for name in names:
+                path = Path(here, name)
+                if path.is_symlink():
+                    out[str(path)] = f"-> {os.readlink(path)}"
+                elif path.is_file():
+                    out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _root_only_links(hub: Hub) -> dict[str, Path]:
+    """What a student can do from their terminal: links to root-only files, handed in to inbound/
+    (writable by all) and left in their home, for root's backup to follow."""
+    inbound = hub.exchange / classhub.COURSE_ID / "inbound"
+    targets = {"shadow": Path("/etc/shadow"), "passwords": hub.prefix / "state" / "first-passwords.csv",
+               "hubdb": hub.prefix / "state" / "jupyterhub.sqlite"}
+    links = {}
+    for what, target in targets.items():
+        assert target.is_file(), f"{target} is missing: nothing to protect"
+        link = inbound / f"{MISTAKE[0]}+{LESSON}+{what}"
+        made = hub.as_user(MISTAKE[0], "student", "ln", "-s", str(target), str(link), cwd=Path("/tmp"))
+        assert made.returncode == 0, made.stderr
+        links[what] = link
+    home = Path(pwd.getpwnam(MISTAKE[0]).pw_dir)
+    made = hub.as_user(MISTAKE[0], "student", "ln", "-sf", "/etc/shadow", str(home / "shadow"), cwd=home)
+    assert made.returncode == 0, made.stderr
+    return links
+
+
+def test_a_backup_holds_links_as_links_and_a_restore_leaves_live_homes_alone(hub):
+    links = _root_only_links(hub)
+    right_home = Path(pwd.getpwnam(RIGHT[0]).pw_dir)
+    fetched, deleted = right_home / LESSON / f"{LESSON}.ipynb", right_home / "notes.txt"
+    made = hub.as_user(RIGHT[0], "student", "sh", "-c", f"echo 'before the backup' > '{deleted}'",
+                       cwd=right_home)
+    assert made.returncode == 0 and fetched.is_file(), made.stderr
     backup = hub.prefix / "backups" / "term.tar.gz"
     made = hub.make("hub-backup", f"BACKUP={backup}")
     assert made.returncode == 0, made.stdout + made.stderr
     assert backup.stat().st_mode & 0o077 == 0, "the backup holds every hidden test and submission"
+    for link in links.values():
+        assert f"archived as a link, not followed: {link} -> " in made.stdout, made.stdout
+    root_only = {Path(f).read_bytes() for f in ("/etc/shadow", hub.prefix / "state" / "first-passwords.csv")}
+    with tarfile.open(backup) as archive:
+        members = {m.name: m for m in archive.getmembers()}
+        for what, link in links.items():
+            member = members[f"exchange/inbound/{link.name}"]
+            assert member.issym() and member.linkname == str(link.readlink()), (what, member.type)
+        assert members[f"homes/{MISTAKE[0]}/shadow"].issym()
+        copied = [m.name for m in members.values()
+                  if m.isfile() and archive.extractfile(m).read() in root_only]
+    assert not copied, f"the backup holds root-only files as files: {copied}"
+
+    # Into a fresh prefix: the grading and the exchange there, the homes beside them, no live home touched.
     fresh = hub.prefix / "restored"
+    before = _homes(hub)
     restored = hub.make("hub-restore", f"BACKUP={backup}", HUB_PREFIX=fresh, HUB_EXCHANGE=fresh / "exchange")
     assert restored.returncode == 0, restored.stdout + restored.stderr
-    assert f"restored {RIGHT[0]}'s home" in restored.stdout
+    assert _homes(hub) == before, "a restore into a fresh prefix changed a live home"
+    assert f"{RIGHT[0]}'s home is in {fresh / 'restored-homes' / RIGHT[0]}" in restored.stdout, \
+        restored.stdout
+    assert f"restored {RIGHT[0]}'s home" not in restored.stdout
+    assert (fresh / "restored-homes").stat().st_mode & 0o077 == 0
     exports = []
     for course in (hub.settings.course, fresh / "course"):
         out = course / "grading" / "export-check.csv"
@@ -638,9 +752,32 @@ def test_a_backup_restores_into_a_fresh_prefix_a_gradebook_that_exports_the_same
         assert ran.returncode == 0, ran.stderr[-2000:]
         exports.append(out.read_text())
     assert exports[0] == exports[1] and RIGHT[0] in exports[0], exports
-    inbound = sorted(p.name for p in (fresh / "exchange" / classhub.COURSE_ID / "inbound").iterdir())
-    assert inbound == sorted(p.name for p in (hub.exchange / classhub.COURSE_ID / "inbound").iterdir())
-    MEASURED["backup_bytes"] = backup.stat().st_size
+    inbound = fresh / "exchange" / classhub.COURSE_ID / "inbound"
+    assert sorted(p.name for p in inbound.iterdir()) == \
+        sorted(p.name for p in (hub.exchange / classhub.COURSE_ID / "inbound").iterdir())
+    assert all((inbound / link.name).is_symlink() for link in links.values())
+    for secret in (fresh / "course" / "grading" / "gradebook.db", inbound / links["hubdb"].name,
+                   inbound / links["shadow"].name):
+        peek = hub.login_shell(MISTAKE[0], f"cat '{secret}'")
+        assert peek.returncode != 0 and "Permission denied" in peek.stderr, f"a student reads {secret}"
+
+    # Into the live homes, when asked: a file changed since the backup is kept and named.
+    made = hub.as_user(RIGHT[0], "student", "sh", "-c",
+                       f"echo ' ' >> '{fetched}' && rm '{deleted}'", cwd=right_home)
+    assert made.returncode == 0, made.stderr
+    newer = fetched.read_bytes()
+    before = _homes(hub)
+    homes = hub.make("hub-restore", f"BACKUP={backup}", "HOMES=1", HUB_PREFIX=fresh,
+                     HUB_EXCHANGE=fresh / "exchange")
+    assert homes.returncode == 0, homes.stdout + homes.stderr
+    assert fetched.read_bytes() == newer, "a restore replaced a student's newer work"
+    assert f"{RIGHT[0]}'s home: not replaced: {fetched} (changed " in homes.stdout, homes.stdout
+    assert deleted.read_text() == "before the backup\n" and deleted.owner() == RIGHT[0]
+    after = _homes(hub)
+    assert {k: v for k, v in after.items() if k != str(deleted)} == before, "only the deleted file comes back"
+    MEASURED["backup"] = {"bytes": backup.stat().st_size, "links_kept_as_links": len(links) + 1,
+                          "kept_newer": [x.split("not replaced: ")[1] for x in homes.stdout.splitlines()
+                                         if "not replaced" in x]}
 
 
 def test_make_hub_again_keeps_an_instructors_edit_and_serves_https(hub):
@@ -670,19 +807,40 @@ def test_make_hub_again_keeps_an_instructors_edit_and_serves_https(hub):
 
 
 def test_uninstall_removes_what_make_hub_made_and_accounts_only_when_asked(hub):
-    kept = hub.make("hub-uninstall")
-    assert kept.returncode == 0, kept.stdout + kept.stderr
-    assert "the class accounts are kept" in kept.stdout
-    assert not (hub.prefix / "course").exists() and not (hub.prefix / "state").exists()
-    assert not (hub.exchange / classhub.COURSE_ID).exists()
-    assert HUB_ENV.exists(), "an environment outside the prefix is left alone"
-    backup = re.search(r"backed up .*: (/var/backups/attention-hub-\S+\.tar\.gz)", kept.stdout)
-    assert backup, kept.stdout
-    Path(backup.group(1)).unlink()  # the test's class, not one to keep
-    assert classhub.role_of(TEACHER[0]) == "instructor"
-    gone = hub.make("hub-uninstall", "ACCOUNTS=1")
-    assert gone.returncode == 0, gone.stdout + gone.stderr
-    assert f"removed the class accounts ({len(hub.users)})" in gone.stdout, gone.stdout
-    assert classhub.role_of(TEACHER[0]) is None and classhub.role_of(RIGHT[0]) is None
-    for group in (classhub.STUDENTS, classhub.INSTRUCTORS):
-        assert subprocess.run(["getent", "group", group]).returncode == 2, f"{group} is still there"
+    outsider = "afs-outsider"  # made by hand, not by make hub, and put in the students' group
+    subprocess.run(["userdel", "--remove", outsider], capture_output=True)
+    subprocess.run(["useradd", "--create-home", "--groups", classhub.STUDENTS, outsider], check=True)
+    try:
+        kept = hub.make("hub-uninstall")
+        assert kept.returncode == 0, kept.stdout + kept.stderr
+        assert "the class accounts are kept" in kept.stdout
+        record = hub.prefix / "state" / "accounts-created.txt"
+        assert [p for p in hub.prefix.rglob("*") if p.is_file()] == [record], \
+            "the prefix keeps only the list of the accounts make hub created"
+        assert record.stat().st_mode & 0o077 == 0 and set(record.read_text().split()) == set(hub.users)
+        assert not (hub.exchange / classhub.COURSE_ID).exists()
+        assert HUB_ENV.exists(), "an environment outside the prefix is left alone"
+        backup = re.search(r"backed up .*: (/var/backups/attention-hub-\S+\.tar\.gz)", kept.stdout)
+        assert backup, kept.stdout
+        names = {f"exchange/inbound/{MISTAKE[0]}+{LESSON}+{w}" for w in ("shadow", "passwords", "hubdb")}
+        try:
+            with tarfile.open(backup.group(1)) as archive:
+                links = [m for m in archive.getmembers() if m.name in names]
+        finally:
+            Path(backup.group(1)).unlink()  # the test's class, not one to keep
+        assert len(links) == len(names) and all(m.issym() for m in links), \
+            "the uninstall's backup follows a student's link"
+        assert classhub.role_of(TEACHER[0]) == "instructor"
+        gone = hub.make("hub-uninstall", "ACCOUNTS=1")
+        assert gone.returncode == 0, gone.stdout + gone.stderr
+        assert f"removed the accounts make hub created ({len(hub.users)})" in gone.stdout, gone.stdout
+        assert f"kept, not made by make hub (1): {outsider}" in gone.stdout, gone.stdout
+        assert classhub.role_of(TEACHER[0]) is None and classhub.role_of(RIGHT[0]) is None
+        assert classhub.role_of(outsider) == "student", "an account make hub did not create was deleted"
+        assert subprocess.run(["getent", "group", classhub.INSTRUCTORS]).returncode == 2, \
+            "the instructors' group, empty now, must go"
+        assert not hub.prefix.exists() or not any(hub.prefix.iterdir())
+    finally:
+        subprocess.run(["userdel", "--remove", outsider], capture_output=True)
+        subprocess.run(["groupdel", classhub.STUDENTS], capture_output=True)
+    MEASURED["uninstall_accounts"] = {"removed": len(hub.users), "kept_outsider": outsider}

@@ -72,11 +72,14 @@ def test_accounts_are_created_once_and_follow_a_role_change(tmp_path):
         assert oct(passwords.stat().st_mode & 0o777) == "0o600"
         assert oct(passwords.parent.stat().st_mode & 0o777) == "0o700"
         assert len(passwords.read_text().splitlines()) == 3  # header and one line per new account
+        record = passwords.with_name("accounts-created.txt")
+        assert roster.created_by_the_hub(record) == users and oct(record.stat().st_mode & 0o777) == "0o600"
         assert oct(os.stat(pwd.getpwnam("afs-acct-a").pw_dir).st_mode & 0o777) == "0o750"
         assert classhub.role_of("afs-acct-a") == "student" and classhub.role_of("afs-acct-b") == "instructor"
         again = roster.apply(roster.read_roster(_roster(
             tmp_path, "username,role\nafs-acct-a,student\nafs-acct-b,instructor\n")), passwords)
         assert again["unchanged"] == users and not again["created"]
+        assert roster.created_by_the_hub(record) == users, "an existing account is not recorded again"
         assert len(passwords.read_text().splitlines()) == 3, "an existing account keeps its password"
         moved = roster.apply(roster.read_roster(_roster(tmp_path, "username,role\nafs-acct-a,instructor\n")),
                              passwords)
@@ -193,6 +196,48 @@ def test_solutions_others_can_read_are_refused_and_the_named_command_fixes_it(op
     assert private.problems(None, [solutions]) == [], "a clone under a private folder is private"
 
 
+def test_a_clone_others_can_enter_is_refused_whole_naming_what_holds_the_hidden_tests(open_place):
+    clone = open_place / "attention-from-scratch"
+    for rel in (".git/objects", "solutions/02_attention_lookup", "tests", "notebooks"):
+        (clone / rel).mkdir(parents=True)
+    (clone / ".git" / "objects" / "pack").write_text("every version of every hidden test")
+    for here, _, files in os.walk(clone):
+        os.chmod(here, 0o755)
+        for name in files:
+            os.chmod(Path(here, name), 0o644)
+    (problem,) = private.problems(None, clone=clone)
+    assert problem.startswith(f"the clone {clone} can be read by others, and with it its .git, solutions, "
+                              "tests (hidden tests, mark schemes, correct implementations)"), problem
+    fix = problem.split("Fix: ")[1]
+    assert fix == f"chmod -R go-rwx {clone}"
+    subprocess.run(fix.split(), check=True)
+    assert private.problems(None, clone=clone) == []
+    clone.chmod(0o711)  # no listing, but a student who knows the names walks in
+    assert private.problems(None, clone=clone), "a clone others can enter is not private"
+
+
+def test_a_hidden_test_students_can_read_under_the_prefix_is_refused(open_place):
+    prefix = open_place / "prefix"
+    files = {"data/lesson.ipynb": '   "### BEGIN HIDDEN TESTS\\n",\n',  # as nbgrader writes a notebook
+             "data/slides.py": 'MARKS = re.compile(r"=== BEGIN MARK SCHEME ===(.*?)")\n',  # names it only
+             "data/README.md": "the shipped results\n",
+             "env/nbgrader/tests/example.py": "### BEGIN HIDDEN TESTS\n",  # a package's own example
+             "state/copy.py": "### BEGIN HIDDEN TESTS\n"}
+    for rel, text in files.items():
+        (prefix / rel).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / rel).write_text(text)
+    for here, _, names in os.walk(prefix):
+        os.chmod(here, 0o700 if here.endswith("state") else 0o755)
+        for name in names:
+            os.chmod(Path(here, name), 0o644)
+    leaked = prefix / "data" / "lesson.ipynb"
+    (problem,) = private.problems(served=prefix, skip=[prefix / "env"])
+    assert problem == (f"{leaked} holds hidden tests or a mark scheme and can be read by others. "
+                       f"Fix: chmod go-rwx {leaked}"), problem
+    subprocess.run(problem.split("Fix: ")[1].split(), check=True)
+    assert private.problems(served=prefix, skip=[prefix / "env"]) == []
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a real group with a student in it needs root")
 def test_a_course_copy_is_private_to_the_instructors_group_only(open_place):
     course = open_place / "course"
@@ -291,3 +336,75 @@ def test_the_supervisor_starts_a_killed_hub_again_and_stops_it_when_asked(tmp_pa
     wait_for(lambda: not pidfile.exists(), "the supervisor did not stop")
     with pytest.raises(ProcessLookupError):
         os.kill(int(child.read_text()), 0)
+
+
+def test_a_restore_replaces_no_newer_file_and_writes_through_no_link(tmp_path):
+    import restore
+
+    backup, home, elsewhere = tmp_path / "backup", tmp_path / "home", tmp_path / "elsewhere"
+    (backup / "02_attention_lookup").mkdir(parents=True)
+    for rel in ("02_attention_lookup/02_attention_lookup.ipynb", "notes.txt", "deleted.txt"):
+        (backup / rel).write_text("the backup's")
+        os.utime(backup / rel, (1_700_000_000, 1_700_000_000))
+    os.symlink("/etc/hostname", backup / "link")
+    home.mkdir()
+    elsewhere.mkdir()
+    (home / "notes.txt").write_text("written after the backup")
+    os.symlink(elsewhere, home / "02_attention_lookup")  # where the backup has a folder
+    report = restore.restore(backup, home)
+    assert (home / "notes.txt").read_text() == "written after the backup"
+    assert [line for line in report.kept if line.startswith("notes.txt (changed ")], report.kept
+    assert not (home / "02_attention_lookup").is_symlink(), "a link where a folder was is replaced"
+    assert (home / "02_attention_lookup" / "02_attention_lookup.ipynb").read_text() == "the backup's"
+    assert list(elsewhere.iterdir()) == [], "nothing is written through a link"
+    assert (home / "deleted.txt").read_text() == "the backup's"
+    assert os.readlink(home / "link") == "/etc/hostname" and report.links == ["link -> /etc/hostname"]
+    again = restore.restore(backup, home)
+    assert again.written == 0 and again.kept == report.kept, "a second restore changes nothing"
+
+
+def test_a_hub_whose_supervisor_was_killed_is_found_and_stopped(tmp_path):
+    import signal
+    import sys
+    import time
+
+    pidfile, log, child = tmp_path / "supervisor.pid", tmp_path / "hub.log", tmp_path / "child.pid"
+    command = ["sh", "-c", f"echo $$ > {child}; exec sleep 300"]
+    supervise = [sys.executable, str(ROOT / "hub" / "supervise.py"), "--pidfile", str(pidfile)]
+
+    def start() -> tuple[int, int, str]:
+        child.unlink(missing_ok=True)
+        ran = subprocess.run([*supervise, "--log", str(log), "--background", "--", *command],
+                             capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0, ran
+        for _ in range(100):
+            if child.exists() and child.read_text().strip() and pidfile.exists():
+                return int(pidfile.read_text()), int(child.read_text()), ran.stdout
+            time.sleep(0.1)
+        raise AssertionError(f"the hub never started; log:\n{log.read_text() if log.exists() else ''}")
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+    try:
+        supervisor, hub, _ = start()
+        os.kill(supervisor, signal.SIGKILL)  # the hub goes on, with nobody to stop or restart it
+        time.sleep(0.3)
+        assert alive(hub)
+        _, second, said = start()  # make hub again: stops the orphan first (it would hold the port)
+        assert not alive(hub) and second != hub
+        assert f"stopping the hub left running by a supervisor that died (pid {hub})" in said
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        time.sleep(0.3)
+        stopped = subprocess.run([*supervise, "--stop"], capture_output=True, text=True, timeout=120)
+        assert stopped.returncode == 0, stopped
+        assert f"stopping the hub left running by a supervisor that died (pid {second})" in stopped.stdout
+        assert not alive(second)
+        again = subprocess.run([*supervise, "--stop"], capture_output=True, text=True, timeout=120)
+        assert "no hub is running" in again.stdout, again
+    finally:  # whatever failed, no test process stays behind
+        subprocess.run([*supervise, "--stop"], capture_output=True, timeout=120)

@@ -12,6 +12,8 @@ through `make check`.
 - ``submissions``  importing a folder of downloads or nbgrader's layout, every file accounted for
 - ``records``      what grading writes in the gradebook: never a lost score, holds for review
 - ``integrity``    static scan of submissions for signs of tampering
+- ``sanitize``     what the formgrader and the feedback pages show of a submission: inert HTML,
+                   under a Content-Security-Policy (a Jupyter server extension for the formgrader)
 - ``mistakes``     what the class got wrong: summary, mistakes table and chart
 - ``cells``        a notebook's cells as grading reads them: which answers a grade cell grades,
                    which answers changed

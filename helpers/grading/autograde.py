@@ -65,6 +65,7 @@ class ClassReport:
     isolation: str = ""  # how students' kernels were sandboxed
     integrity: dict[str, list] = field(default_factory=dict)  # student -> integrity findings
     zeroed: list[str] = field(default_factory=list)  # tampering found: held at zero for review
+    page_scores: dict[str, tuple[float, float]] = field(default_factory=dict)  # held -> (score, max) shown
     kept: list[str] = field(default_factory=list)  # could not be graded now: earlier score kept
     machinery: str = ""  # why the grading machinery stopped, if it did
     not_reached: list[str] = field(default_factory=list)  # left ungraded when the machinery stopped
@@ -73,6 +74,10 @@ class ClassReport:
     hand_grades: dict[str, list[str]] = field(default_factory=dict)  # student -> hand grades to redo
     platforms: list[str] = field(default_factory=list)  # the learning platforms' import files
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds (see grade_class)
+    no_feedback: dict[str, str] = field(default_factory=dict)  # student -> why no feedback page
+    handed_in: dict[str, str] = field(default_factory=dict)  # student -> hand-in time (UTC) that counts
+    late: dict[str, float] = field(default_factory=dict)  # student -> seconds after the due time
+    hand_in_times: dict[str, str] = field(default_factory=dict)  # student -> times that disagree
 
     def lines(self) -> list[str]:
         n = len(self.graded) + len(self.failed)
@@ -98,6 +103,10 @@ class ClassReport:
         out += [f"  {s}: the answer to {', '.join(cells)} changed since it was graded by hand: the hand "
                 f"grade is kept and flagged for grading again in the formgrader"
                 for s, cells in sorted(self.hand_grades.items())]
+        out += [f"  NO FEEDBACK {s}: {why}" for s, why in sorted(self.no_feedback.items())]
+        out += [f"  LATE {s}: handed in {self.handed_in.get(s, '?')}, {late:.0f} s after the due time"
+                for s, late in sorted(self.late.items())]
+        out += [f"  HAND-IN TIME of {s}: {why}" for s, why in sorted(self.hand_in_times.items())]
         out += [f"  {line}" for line in self.imported]
         if self.mistakes:
             out.append("  what the class got wrong (mistakes_" + self.lesson + ".csv, .png):")
@@ -105,13 +114,24 @@ class ClassReport:
         flagged = {s: f for s, f in self.integrity.items() if f and s not in self.failed}
         if flagged:
             out.append(f"  integrity scan: {len(flagged)} submission(s) to review "
-                       f"({len(self.zeroed)} zeroed for tampering)")
+                       f"({len(self.zeroed)} held for review for tampering)")
             for student, findings in sorted(flagged.items()):
-                mark = "ZEROED " if student in self.zeroed else ""
+                mark = self._held_mark(student)
                 out += [f"    {mark}{student}: {f.severity} {f.kind} in {f.cell}: {f.detail}"
                         for f in findings]
         out += [f"  {line}" for line in self.platforms]
         return out
+
+    def _held_mark(self, student: str) -> str:
+        """How a held submission is marked: ZEROED when its page shows 0, else the score it
+        keeps (a hold overrides the automatic points only; hand grades stay)."""
+        if student not in self.zeroed:
+            return ""
+        score, most = self.page_scores.get(student, (0.0, 0.0))
+        if not score:
+            return "ZEROED "
+        return (f"HELD FOR REVIEW (automatic points 0, hand grades kept: the page shows "
+                f"{score:g}/{most:g}) ")
 
 
 # ------------------------------------------------------------------ the course root
@@ -317,7 +337,9 @@ def launch_workers(lesson: str, root: Path, workers: int, timeout: int | None, w
     root = Path(root).resolve()
     # Each worker's kernels get their share of the cores: two kernels each running PyTorch on
     # every core spend their time waiting for each other (lesson 07 graded twice as slowly).
-    env = dict(os.environ)
+    # A worker is a grader, but nothing in it needs the grader's tokens or keys: it gets the
+    # kernels' allow-list (helpers.grading.sandbox.kernel_environment) and the grader's HOME.
+    env = sandbox.kernel_environment(home=os.environ.get("HOME") or os.path.expanduser("~"))
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(workers, 1))))
     procs = []
     for i in range(max(workers, 1)):
@@ -565,17 +587,20 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
                 pattern: str = DEFAULT_PATTERN, timeout: int | None = None,
                 feedback: bool = True, warm: bool = True, sandboxed: bool = True,
                 only: list[str] | None = None, due: str | None = None,
-                keep_latest: bool = False, tz: str = "UTC") -> ClassReport:
+                keep_latest: bool = False, tz: str = "UTC",
+                hand_in_times: dict[str, str] | None = None) -> ClassReport:
     """Import, autograde (in parallel), record what could not be graded, hold tampering for
     review, feedback, export; a report.
 
-    ``only``: grade just these students (the others' grades stay as they are). Raises
-    ``GradingMachineryError`` before touching anything when a graded kernel cannot start.
+    ``only``: grade just these students (the others' grades stay as they are); ``due``: later
+    hand-ins are named late (report, ``handins_<lesson>.csv``, nbgrader's late penalty);
+    ``hand_in_times``: student -> why their hand-in times disagree (the exchange's collection).
+    Raises ``GradingMachineryError`` before touching anything when a graded kernel cannot start.
     """
     start = time.perf_counter()
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    report = ClassReport(lesson)
+    report = ClassReport(lesson, hand_in_times=dict(hand_in_times or {}))
     report.isolation = sandbox.status() if sandboxed else \
         "WARNING: NOT SANDBOXED — sandboxing was switched off for this run"
     _released(lesson)
@@ -622,6 +647,7 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
         report.max_score = sum(g.max_score for g in gb.find_notebook(lesson, lesson).grade_cells
                                if g.cell_type == "code")
 
+    _hand_in_times(report, imported, students, due, root / f"handins_{lesson}.csv")
     report.integrity = {s: f for s, f in scanned.items() if s in students}
     write_report(report.integrity, root / f"integrity_{lesson}.csv")
     gradable = []
@@ -652,6 +678,8 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
     with records.gradebook(root) as gb:
         for student in graded_now:
             report.graded[student] = records.total(gb, lesson, student)
+            if student in report.zeroed:
+                report.page_scores[student] = records.page_score(gb, lesson, student)
             waiting = records.hand_grades_to_review(gb, lesson, student)
             if waiting:
                 report.hand_grades[student] = waiting
@@ -669,7 +697,10 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
         if own:
             report.own_failures[student] = [f"{cell} ({why})" for cell, why in own.items()]
     if feedback:
-        write_feedback(lesson, root, graded_now)
+        try:
+            write_feedback(lesson, root, graded_now, problems=report.no_feedback)
+        except GradingMachineryError as err:  # the scores are recorded: say so, student by student
+            report.no_feedback.update(dict.fromkeys(graded_now, str(err)))
         for student, why in report.failed.items():
             not_graded_page(lesson, root, student, why, kept=student in report.kept)
     # The whole class, not only this run's students: a one-student regrade rewrites every row,
@@ -686,30 +717,110 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
     return report
 
 
-def release_feedback(lesson: str, root: Path = COURSE_ROOT) -> str:
-    """Hand the lesson's feedback pages to the students through nbgrader's exchange; its log."""
-    result = course_api(root).release_feedback(lesson)
-    if not result["success"]:
-        raise GradingMachineryError(f"nbgrader could not release the feedback of {lesson}:\n"
-                                    f"{result.get('log', '')}")
-    return result.get("log", "")
+def _hand_in_times(report: ClassReport, imported, students: list[str], due: str | None,
+                   table: Path) -> None:
+    """Who handed in when, and how late after ``due``: into ``report`` and the CSV ``table``
+    (student, handed_in, time_from, due, late_seconds, hand_in_time_finding)."""
+    import csv
+    from datetime import UTC
+
+    from nbgrader.utils import parse_utc
+
+    deadline = parse_utc(due) if due else None  # naive UTC, as nbgrader keeps it
+    rows = []
+    for student in students:
+        when = imported.timestamps.get(student)
+        late = ""
+        if when is not None:
+            report.handed_in[student] = f"{when.time:%Y-%m-%d %H:%M:%S} UTC"
+            if deadline is not None:
+                seconds = (when.time.astimezone(UTC).replace(tzinfo=None) - deadline).total_seconds()
+                late = f"{max(seconds, 0.0):.0f}"
+                if seconds > 0:
+                    report.late[student] = seconds
+        rows.append({"student": student, "handed_in": report.handed_in.get(student, ""),
+                     "time_from": when.source if when else "", "due": f"{deadline} UTC" if deadline else "",
+                     "late_seconds": late, "hand_in_time_finding": report.hand_in_times.get(student, "")})
+    with table.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["student", "handed_in", "time_from", "due", "late_seconds",
+                                               "hand_in_time_finding"])
+        writer.writeheader()
+        writer.writerows(rows)
 
 
-def write_feedback(lesson: str, root: Path = COURSE_ROOT, students: list[str] | None = None) -> list[Path]:
+# What nbgrader's release reads beside each student's feedback page: the submission's time and
+# the secret its Submit wrote, from which the page's name in the exchange is made.
+RELEASE_NEEDS = ("timestamp.txt", "submission_secret.txt")
+
+
+def release_feedback(lesson: str, root: Path = COURSE_ROOT,
+                     problems: dict[str, str] | None = None) -> list[str]:
+    """Hand the lesson's feedback pages to the students through nbgrader's exchange, one student
+    at a time; the students who got theirs. One whose pages cannot be released is named in
+    ``problems`` with the file and why, and the others still get theirs; when not one can be
+    released (the exchange itself is broken), ``GradingMachineryError``."""
+    problems = {} if problems is None else problems
+    api = course_api(root)
+    released, failed, logs = [], {}, []
+    for folder in sorted((Path(root) / "feedback").glob(f"*/{lesson}")):
+        student = folder.parent.name
+        submitted = Path(root) / "submitted" / student / lesson
+        for name in RELEASE_NEEDS:  # a page for a submission that could not be graded has none
+            if not (folder / name).is_file() and (submitted / name).is_file():
+                shutil.copy2(submitted / name, folder / name)
+        missing = [name for name in RELEASE_NEEDS if not (folder / name).is_file()]
+        if not any(folder.glob("*.html")):
+            problems[student] = f"no feedback page in {folder}"
+        elif missing:
+            problems[student] = (f"{' and '.join(missing)} missing in {folder} (nbgrader's Submit writes "
+                                 f"it: this submission was not handed in through the exchange)")
+        else:
+            result = api.release_feedback(lesson, student)
+            if result["success"]:
+                released.append(student)
+            else:
+                failed[student] = f"nbgrader could not release it: {_last_line(result)}"
+                logs.append(result.get("log", "") or result.get("error", ""))
+    if failed and not released:
+        raise GradingMachineryError(f"nbgrader could not release the feedback of {lesson} to any "
+                                    f"student:\n{logs[0]}")
+    problems.update(failed)
+    return released
+
+
+def _last_line(result: dict) -> str:
+    """The last line nbgrader logged for a failed step (its error, else its log)."""
+    text = f"{result.get('log', '')}\n{result.get('error', '')}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no log"
+
+
+def write_feedback(lesson: str, root: Path = COURSE_ROOT, students: list[str] | None = None,
+                   problems: dict[str, str] | None = None) -> list[Path]:
     """nbgrader's feedback pages, from the gradebook (hand grades and comments included) and
-    the autograded notebooks: no student code runs. Default: every graded student."""
+    the autograded notebooks: no student code runs. Default: every graded student. A student
+    whose page nbgrader cannot write is named in ``problems`` and the others still get theirs;
+    when every page fails, ``GradingMachineryError``."""
     api = course_api(root)
     if students is None:
         students = sorted(p.parent.name for p in (Path(root) / "autograded").glob(f"*/{lesson}")
                           if (p / f"{lesson}.ipynb").exists())
-    pages = []
+    pages, failed = [], {}
     for student in students:
         result = api.generate_feedback(lesson, student, force=True)
         if not result["success"]:
-            raise RuntimeError(f"nbgrader could not write {student}'s feedback:\n{result.get('log', '')}")
+            failed[student] = f"nbgrader could not write the feedback page: {_last_line(result)}"
+            continue
         for page in (Path(root) / "feedback" / student / lesson).glob("*.html"):
             offline_feedback(page)
             pages.append(page)
+    if failed and len(failed) == len(students):
+        student, why = next(iter(failed.items()))
+        raise GradingMachineryError(f"no feedback page of {lesson} could be written ({student}: {why})")
+    if failed and problems is None:
+        raise RuntimeError("; ".join(f"{s}: {why}" for s, why in failed.items()))
+    if problems is not None:
+        problems.update(failed)
     return pages
 
 
@@ -798,11 +909,35 @@ def benchmark(lesson: str, n: int, workers: int = 2) -> list[tuple[str, float]]:
     return rates
 
 
+def _feedback(lesson: str, root: Path, zips: bool, release: bool) -> int:
+    """``--feedback``: every page that can be written, zipped and released is; then each student
+    who could not be served is named with why, and the exit status is 1 (2: the machinery)."""
+    problems: dict[str, str] = {}
+    try:
+        pages = write_feedback(lesson, root, problems=problems)
+        print(f"{len(pages)} feedback pages in {root / 'feedback'}")
+        if zips:
+            made = return_zips(lesson, root)
+            print(f"{len(made)} zips to return in {root / 'return' / lesson}")
+        if release:
+            released = release_feedback(lesson, root, problems)
+            print(f"feedback of {lesson} released to {len(released)} student(s): they fetch it in "
+                  f"the Assignments tab")
+    except GradingMachineryError as err:
+        print(f"STOPPED writing or releasing feedback: {err}\nNo score was changed.", file=sys.stderr)
+        return 2
+    for student, why in sorted(problems.items()):
+        print(f"NO FEEDBACK for {student}: {why}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Autograde a class's submissions of one lesson, or redo its feedback.",
         epilog="Exit status: 0 when every submission was accounted for, 2 when the grading "
-               "machinery failed (nothing or only part was graded; no score was lost).")
+               "machinery failed (nothing or only part was graded; no score was lost); with "
+               "--feedback, 1 when some students' pages could not be written or released (each "
+               "named, the others served).")
     parser.add_argument("lesson")
     parser.add_argument("submissions", type=Path, nargs="?",
                         help="a folder of submissions, or 'exchange' to collect them first from "
@@ -849,6 +984,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-environment-of", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--students", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    sandbox.private_process()
     if args.worker:  # internal: one worker's share, result as one JSON line on stdout
         students = args.students
         if students == ["-"]:  # started ahead: warm up, then take the share from stdin
@@ -891,15 +1027,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"(run `make feedback LESSON={args.lesson}` to update the feedback page)")
             return 0
         if args.feedback:
-            pages = write_feedback(args.lesson, args.root)
-            print(f"{len(pages)} feedback pages in {args.root / 'feedback'}")
-            if args.zip:
-                zips = return_zips(args.lesson, args.root)
-                print(f"{len(zips)} zips to return in {args.root / 'return' / args.lesson}")
-            if args.release:
-                release_feedback(args.lesson, args.root)
-                print(f"feedback of {args.lesson} released: students fetch it in the Assignments tab")
-            return 0
+            return _feedback(args.lesson, args.root, args.zip, args.release)
         if args.submissions is None:
             parser.error("give the folder of submissions")
         collection = None
@@ -911,7 +1039,8 @@ def main(argv: list[str] | None = None) -> int:
         report = grade_class(args.lesson, args.submissions, args.root, args.workers, args.pattern,
                              args.timeout, feedback=not args.no_feedback, warm=not args.cold,
                              sandboxed=not args.no_sandbox, only=args.student, due=args.due,
-                             keep_latest=args.keep_latest, tz=args.timezone)
+                             keep_latest=args.keep_latest, tz=args.timezone,
+                             hand_in_times=collection.times if collection is not None else None)
     except GradingMachineryError as err:
         print(f"STOPPED before grading: {err}\nNo score was changed.", file=sys.stderr)
         return 2
@@ -919,11 +1048,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     if collection is not None:
-        report.imported += [f"  {line}" for line in collection.refusals()]
-    print("\n".join(report.lines()))
+        report.imported += [f"  {line}" for line in collection.refusals()
+                            if not line.startswith("HAND-IN TIME")]  # the report names those itself
+    text = "\n".join(report.lines())
+    print(text)
+    (args.root / f"report_{args.lesson}.txt").write_text(text + "\n")
     print(f"gradebook: {args.root / 'gradebook.db'}; grades: {args.root / 'grades.csv'}; "
-          f"per grade cell: {args.root / f'summary_{args.lesson}.csv'}; feedback: {args.root / 'feedback'}")
-    return 2 if report.machinery else 0
+          f"per grade cell: {args.root / f'summary_{args.lesson}.csv'}; hand-in times: "
+          f"{args.root / f'handins_{args.lesson}.csv'}; feedback: {args.root / 'feedback'}; "
+          f"this report: {args.root / f'report_{args.lesson}.txt'}")
+    return 2 if report.machinery else 1 if report.no_feedback else 0
 
 
 if __name__ == "__main__":

@@ -16,7 +16,10 @@ fake with a later time would be graded in the classmate's place. Here the rule i
   ``<root>/collected/<student>/<lesson>/``, replacing what an earlier collection put there; a
   student with no accepted folder left loses the earlier copy, so a regrade never grades a
   submission that has since been refused or discarded;
-- only the student's own regular files are copied (no links into other people's files).
+- only the student's own regular files are copied (no links into other people's files);
+- the hand-in time is the later of what the student wrote (the name, ``timestamp.txt``) and when
+  the file system recorded the files written (``recorded_time``); the collected copy's
+  ``timestamp.txt`` says that time, and a mismatch of more than ``TIME_TOLERANCE_S`` is named.
 
 Submissions belong to the students, so an instructor cannot delete one; ``--discard`` records its
 name in ``<root>/discarded.txt`` instead, and no collection takes it again.
@@ -36,8 +39,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .settings import COURSE_ID, COURSE_ROOT, DEFAULT_EXCHANGE
+from .submissions import TIMESTAMP_FORMAT
 
 DISCARDED = "discarded.txt"
+# The student writes both the folder's name and its timestamp.txt, so either can say any time.
+# The time that counts is the later of those and of what the file system recorded, which no user
+# can set back; further apart than this, the mismatch is named in the report.
+TIME_TOLERANCE_S = 120
 
 
 class ExchangeError(ValueError):
@@ -54,6 +62,30 @@ class Entry:
     when: datetime | None  # None: the time in the name cannot be read
     owner: str | None  # the Linux account that owns the folder; None: no such account
     refused: str = ""  # why it is not collected; empty when it is accepted
+    recorded: datetime | None = None  # when the file system saw it last written (``recorded_time``)
+    written: datetime | None = None  # the time in its timestamp.txt, if readable
+
+    @property
+    def counted(self) -> datetime | None:
+        """The hand-in time that counts: the latest of the name's, timestamp.txt's and the
+        file system's."""
+        times = [t for t in (self.when, self.written, self.recorded) if t is not None]
+        return max(times) if times else None
+
+    def time_finding(self) -> str:
+        """What the report says when the times the student wrote and the file system's disagree
+        by more than ``TIME_TOLERANCE_S``; "" when they agree."""
+        claimed = max((t for t in (self.when, self.written) if t is not None), default=None)
+        if claimed is None or self.recorded is None:
+            return ""
+        gap = (self.recorded - claimed).total_seconds()
+        if abs(gap) <= TIME_TOLERANCE_S:
+            return ""
+        said = f"{self.student}'s {self.name!r} says it was handed in at {claimed:%Y-%m-%d %H:%M:%S} UTC"
+        if gap > 0:
+            return (f"{said}, but the exchange recorded its files at {self.recorded:%Y-%m-%d %H:%M:%S} "
+                    f"UTC, {gap:.0f} s later: the later time counts")
+        return f"{said}, {-gap:.0f} s after the exchange recorded its files: the later time counts"
 
 
 @dataclass
@@ -67,6 +99,7 @@ class Collection:
     discarded: list[Entry] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # students whose earlier copy was taken away
     skipped: list[str] = field(default_factory=list)  # files inside accepted entries not copied
+    times: dict[str, str] = field(default_factory=dict)  # student -> the hand-in times disagree
 
     def refusals(self) -> list[str]:
         """The report's lines about what was not collected, and why."""
@@ -75,6 +108,7 @@ class Collection:
         out += [f"{s}: no accepted submission in the exchange now; the earlier collected copy was "
                 "removed (their recorded score stays until they submit again)" for s in self.removed]
         out += [f"not copied: {why}" for why in self.skipped]
+        out += [f"HAND-IN TIME of {s}: {why}" for s, why in sorted(self.times.items())]
         return out
 
     def lines(self) -> list[str]:
@@ -98,9 +132,32 @@ def _when(text: str) -> datetime | None:
     from nbgrader.utils import parse_utc
 
     try:
-        return parse_utc(text)
-    except (ValueError, OverflowError, TypeError):
+        return parse_utc(text).replace(tzinfo=UTC)  # nbgrader's naive UTC, made aware
+    except (ValueError, OverflowError, TypeError, AttributeError):
         return None
+
+
+def recorded_time(folder: Path) -> datetime:
+    """When the file system last saw ``folder``'s submission written: the latest inode change
+    time (st_ctime) of the folder, its timestamp.txt and the notebooks in it.
+
+    A user can set a file's modified time to anything (``touch -d``) but not its change time,
+    which is the moment its content, name or mode last changed and only moves forward. The folder's
+    own changes whenever a file is added to or removed from it; the notebooks' and timestamp.txt's
+    when they are rewritten after the hand-in (an owner may still write in inbound/). Those are
+    what is graded and when: other files inside, or deeper, are left out, so that touching a
+    stray file changes nothing. Copying the exchange back from a backup makes every change time
+    the restore's, so collect before a restore or grade from a collection made before it."""
+    paths = [folder, folder / "timestamp.txt", *folder.glob("*.ipynb")]
+    times = []
+    for path in paths:
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if path == folder or stat.S_ISREG(st.st_mode):
+            times.append(st.st_ctime)
+    return datetime.fromtimestamp(max(times), UTC)
 
 
 def read_entry(path: Path) -> Entry:
@@ -119,7 +176,22 @@ def read_entry(path: Path) -> Entry:
         entry.refused = f"names {student} but was handed in by {owner}"
     elif when is None:
         entry.refused = f"the time in its name cannot be read ({parts[2] if len(parts) >= 3 else 'none'})"
+    if stat.S_ISDIR(st.st_mode):
+        try:
+            entry.recorded = recorded_time(path)
+            stamp = path / "timestamp.txt"
+            if stamp.is_file() and not stamp.is_symlink():
+                entry.written = _when(stamp.read_text(errors="replace").strip())
+        except OSError:  # unreadable: collecting it says so
+            pass
     return entry
+
+
+def _write_counted_time(entry: Entry, dest: Path) -> None:
+    """Write the time that counts (``Entry.counted``) as the collected copy's timestamp.txt,
+    which grading reads, in place of the student's own."""
+    if entry.counted is not None:
+        (dest / "timestamp.txt").write_text(entry.counted.strftime(TIMESTAMP_FORMAT))
 
 
 def read_discarded(root: Path) -> set[str]:
@@ -192,9 +264,12 @@ def collect(lesson: str, root: Path = COURSE_ROOT, exchange: str | Path | None =
                              f"private to {entry.owner}")
             result.refused.append(entry)
             continue
+        _write_counted_time(entry, staged)
         shutil.rmtree(dest, ignore_errors=True)
         staged.rename(dest)
         result.collected[student] = entry
+        if entry.time_finding():
+            result.times[student] = entry.time_finding()
     if result.folder.is_dir():
         for dest in sorted(result.folder.glob(f"*/{lesson}")):
             if dest.is_dir() and dest.parent.name not in result.collected:
@@ -248,7 +323,7 @@ class OwnerCheckedCollect(_nbgrader_collect()):
                 self.log.info("discarded by an instructor: %r", entry.name)
             elif self.coursedir.student_id in ("", "*", entry.student):
                 newest[entry.student] = entry
-        self.src_records = [{"username": e.student, "filename": e.name, "timestamp": e.when}
+        self.src_records = [{"username": e.student, "filename": e.name, "timestamp": e.counted}
                             for e in newest.values()]
 
     def copy_files(self):
@@ -259,7 +334,10 @@ class OwnerCheckedCollect(_nbgrader_collect()):
             shutil.rmtree(dest, ignore_errors=True)
             skipped: list[str] = []
             _copy_own_files(entry, dest, skipped)
+            _write_counted_time(entry, dest)
             self.log.info("Collected %s's %r", entry.student, entry.name)
+            if entry.time_finding():
+                self.log.warning("HAND-IN TIME: %s", entry.time_finding())
             for why in skipped:
                 self.log.warning("not copied: %s", why)
 

@@ -28,6 +28,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer, List, Unicode
 
+from .sandbox import kernel_environment, private_process
 from .warmkernel import NO_FIGURES
 
 
@@ -83,8 +84,10 @@ class GuardedExecute(Execute):
     shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate").tag(config=True)
 
     async def async_start_new_kernel(self, **kwargs):
-        if not self.figures:
-            kwargs["env"] = {**os.environ, **kwargs.get("env", {}), NO_FIGURES: "1"}
+        # Only what the allow-list keeps (helpers.grading.sandbox.kernel_environment): the
+        # grader's tokens and HOME never reach students' code, sandboxed or not.
+        env = kernel_environment(kwargs.get("env") or os.environ, home=self._kernel_home())
+        kwargs["env"] = {**env, NO_FIGURES: "1"} if not self.figures else env
         return await super().async_start_new_kernel(**kwargs)
 
     start_new_kernel = run_sync(async_start_new_kernel)
@@ -108,7 +111,23 @@ class GuardedExecute(Execute):
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
+    def _kernel_home(self) -> str:
+        """This notebook's kernels' HOME: a folder of their own, removed after the notebook
+        (a sandboxed kernel's is its private /tmp instead)."""
+        if not getattr(self, "_home", None):
+            self._home = tempfile.mkdtemp(prefix="grading-home-")
+        return self._home
+
     def preprocess(self, nb, resources=None, km=None):
+        private_process()
+        try:
+            return self._preprocess(nb, resources, km)
+        finally:
+            if getattr(self, "_home", None):
+                shutil.rmtree(self._home, ignore_errors=True)
+                self._home = None
+
+    def _preprocess(self, nb, resources, km):
         NotebookClient.__init__(self, nb, km)
         self.reset_execution_trackers()
         self._check_assign_resources(resources)
@@ -271,6 +290,8 @@ def _server(policy, course_root: str, log) -> _Server:
         ipc.chmod(0o1777)  # the kernel, as a user of its own, creates its sockets here
         policy = dataclasses.replace(policy, writable=(*policy.writable, str(ipc)))
     try:
+        # Started with the kernels' allow-listed environment (see WarmServer.start): a forked
+        # kernel's /proc/self/environ shows what the server was started with.
         server = WarmServer.start(folder, policy=policy, prefix=prefix)
     except RuntimeError as err:
         raise GradingMachineryError(f"the grading kernels' server did not start: {err}") from err

@@ -59,6 +59,13 @@ def total(gb, lesson: str, student: str) -> float:
     return sum(g.score or 0.0 for g in nb.grades if g.cell.cell_type == "code")
 
 
+def page_score(gb, lesson: str, student: str) -> tuple[float, float]:
+    """(score, maximum) of the whole notebook, hand-graded cells included: what its feedback
+    page shows."""
+    nb = gb.find_submission_notebook(lesson, lesson, student)
+    return nb.score, nb.max_score
+
+
 def merge(lesson: str, source_root: Path, root: Path, students: list[str]) -> None:
     """Copy a worker's grades, comments, flags and timestamps into the course root's gradebook.
 

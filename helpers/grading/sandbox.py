@@ -15,12 +15,15 @@ home, write anywhere the grader can, and reach the network. Here every graded ke
 - as an unprivileged user id of its own (when the grader is root), which can write only its
   own working folder and the private scratch folders;
 - with **resource limits**: address space, processes, file size, open files; plus the
-  per-cell timeout of nbgrader.
+  per-cell timeout of nbgrader;
+- with **an environment of its own** (``kernel_environment``): an allow-list of the grader's
+  variables (the path, the locale, the course's settings), never its tokens or HOME.
 
 It needs root (as in CI and on a grading server) or unprivileged user namespaces (then the
 kernel keeps the grader's user id inside its namespaces, but sees the same hidden folders and
-read-only mounts, has no network, and runs in a PID namespace of its own that holds everything
-it starts). Where neither works, grading still runs, unsandboxed, and ``status()`` says so.
+read-only mounts, has no network, runs in a PID namespace of its own that holds everything it
+starts, with a /proc of that namespace, and gives up every capability before student code runs).
+Where neither works, grading still runs, unsandboxed, and ``status()`` says so.
 
 The kernels are forked by the warm server (``helpers.grading.warmkernel``), which runs inside the
 network namespace; each forked kernel enters its own mount namespace, drops to ``nobody`` and
@@ -52,6 +55,22 @@ _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE =
 _KEPT_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": 8, "noatime": 1024,
                "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_DUMPABLE = 4
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
+_MS_NOEXEC = 8
+
+# What a graded kernel's environment may hold of the grader's, by name or by prefix: the programs'
+# path, the locale and zone, the course's own settings (``ATTENTION_*``: where data and the
+# course root are, the grading's markers), nbgrader's markers (``NBGRADER_VALIDATING``), the
+# thread counts grading sets per worker, the plotting backend and where Python finds the course.
+# Everything else — an instructor's hub token (``JUPYTERHUB_API_TOKEN``, ``JPY_API_TOKEN``),
+# cloud keys, ``HOME`` — stays with the grader: a submission can print its environment, and that
+# output is shown on its feedback page.
+KERNEL_VARIABLES = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "MPLBACKEND", "PYTHONPATH", "VIRTUAL_ENV",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES"})
+KERNEL_PREFIXES = ("LC_", "ATTENTION_", "NBGRADER_")
 
 
 @dataclass(frozen=True)
@@ -112,6 +131,23 @@ def course_policy(repo: Path, grading_root: Path, writable: tuple[str, ...] = ()
     return Policy(hide=tuple(p for p in hidden if p not in files), hide_files=tuple(files),
                   keep=tuple(dict.fromkeys(keep)), writable=tuple(writable),
                   drop_to_nobody=os.geteuid() == 0)
+
+
+def kernel_environment(environ=None, home: str = "/tmp") -> dict[str, str]:
+    """The environment a graded kernel starts with: the allow-listed variables of ``environ``
+    (default: this process's; see ``KERNEL_VARIABLES``) and ``HOME=home``, nothing else."""
+    environ = os.environ if environ is None else environ
+    kept = {k: v for k, v in environ.items() if k in KERNEL_VARIABLES or k.startswith(KERNEL_PREFIXES)}
+    return {"PATH": os.defpath, **kept, "HOME": home}
+
+
+def private_process() -> None:
+    """Make this grading process's /proc files (its environment, memory) unreadable to other
+    processes of its user: a kernel that runs with the grader's user id (no sandbox) cannot read
+    the grader's environment. Programs it starts are readable again (``execve`` resets it);
+    they get ``kernel_environment``."""
+    if sys.platform.startswith("linux"):
+        _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 # ------------------------------------------------------------------ can we sandbox here?
@@ -343,6 +379,18 @@ def _read_only(libc, writable: list[str]) -> None:
                 raise
 
 
+def _drop_capabilities(libc) -> None:
+    """Give up every capability, for good: in a user namespace the kernel is its root, and with
+    CAP_SYS_ADMIN it could unmount what hides the hidden tests (or its own /proc) again."""
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for cap in range(last + 1):  # the bounding set: no program it starts gets one back
+        _check(libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), f"prctl(CAPBSET_DROP, {cap})")
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable, twice: all empty
+    _check(libc.capset(header, data), "capset")
+
+
 def enter(policy: Policy, workdir: str) -> None:
     """Called in a forked kernel before any student code: private mounts, limits, no root."""
     libc = _libc()
@@ -350,6 +398,17 @@ def enter(policy: Policy, workdir: str) -> None:
     _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)  # our mounts stay ours
     workdir = os.path.realpath(workdir)
     writable = _private_view(libc, policy, workdir)
+    if os.getpid() == 1:
+        # The first process of a PID namespace of its own (a kernel in a user namespace, see
+        # helpers.grading.warmkernel): a /proc of that namespace shows none of the processes
+        # outside it, neither the warm server nor the grader. Processes of the grader's own
+        # namespace could not be read anyway (Linux lets no process in a user namespace read
+        # the environment or memory of one outside it); where this mount is refused, the warm
+        # server is the one left in view, and it holds only ``kernel_environment``.
+        try:
+            _mount(libc, "proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        except OSError:
+            pass
     # Everything else read-only: the repository, the Python installation, the rest of the disk.
     # (As root the kernel drops to a user that could not write there anyway; in a user
     # namespace it keeps the grader's own rights, which these read-only mounts take back.)
@@ -370,6 +429,8 @@ def enter(policy: Policy, workdir: str) -> None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
+    else:
+        _drop_capabilities(libc)
     _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
     os.environ.update(HOME="/tmp", MPLCONFIGDIR="/tmp/.matplotlib", IPYTHONDIR="/tmp/.ipython",
                       XDG_CACHE_HOME="/tmp/.cache", JUPYTER_RUNTIME_DIR="/tmp/.jupyter")

@@ -183,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the notebook to grade (default: notebooks/LESSON/LESSON.ipynb)")
     parser.add_argument("--no-open", action="store_true", help="do not open the feedback page")
     args = parser.parse_args(argv)
+    from .sandbox import private_process
+
+    private_process()  # the learner's environment is theirs: no graded kernel reads it
     try:
         outcome = self_check(args.lesson, args.notebook)
     except NoHiddenTests as err:

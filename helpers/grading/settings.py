@@ -37,6 +37,7 @@ from traitlets.config import Config
 from ..paths import ROOT
 from .execute import GuardedExecute
 from .records import COURSE_ID
+from .sanitize import configure_pages
 from .validation import configure_validation
 
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
@@ -105,10 +106,11 @@ class KeepLastCopy(NbGraderPreprocessor):
 
 
 class HoldTampering(NbGraderPreprocessor):
-    """After the scores are saved: scan the submission as the student sent it
-    (``helpers.grading.integrity``) and hold it at zero for review when it tampers with grading,
-    on every path that autogrades (``make grade``, ``nbgrader autograde``, the formgrader). A
-    hold of an earlier, tampering version is taken back when the new one is clean."""
+    """After the scores are saved: scan the submission as the student sent it, and what it
+    displayed as it ran (``helpers.grading.integrity``), and hold it at zero for review when it
+    tampers with grading, on every path that autogrades (``make grade``, ``nbgrader autograde``,
+    the formgrader). A hold of an earlier, tampering version is taken back when the new one is
+    clean."""
 
     def preprocess(self, nb, resources):
         from . import integrity, records
@@ -120,7 +122,8 @@ class HoldTampering(NbGraderPreprocessor):
         released = ROOT / "notebooks" / lesson / f"{info['notebook']}.ipynb"
         if not (submitted.exists() and released.exists()):
             return nb, resources
-        findings = integrity.scan_notebook(submitted, released)
+        # `nb` ran just now: what it displayed (script decoded at run time) is scanned too
+        findings = integrity.scan_notebook(submitted, released, graded=nb)
         if integrity.is_tampering(findings):
             records.hold_for_review(root, lesson, student, integrity.explain(findings),
                                     integrity.summarise(findings))
@@ -239,4 +242,7 @@ def configure(c: Config, root: str | Path = COURSE_ROOT, exchange: str | Path | 
         StripGradeTracebacks,
         CSSHTMLHeaderPreprocessor,
     ]
+    # What the formgrader and the feedback pages render of a submission is cleaned of script,
+    # and feedback pages carry a policy that runs none (see helpers.grading.sanitize).
+    configure_pages(c)
     return c

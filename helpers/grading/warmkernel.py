@@ -204,8 +204,12 @@ def _become_kernel(request: dict, fds: list[int], policy=None, alone: bool = Fal
     for target, fd in zip((0, 1, 2), fds):
         os.dup2(fd, target)
     os.chdir(request["cwd"])
+    from .sandbox import kernel_environment
+
+    # The client's environment through the allow-list again, not the server's (whatever started
+    # the client, a kernel sees none of the grader's variables); HOME is the one grading chose.
     os.environ.clear()
-    os.environ.update(request["env"])
+    os.environ.update(kernel_environment(request["env"], home=request["env"].get("HOME", "/tmp")))
     os.setsid()  # a session of its own: the scheduler shares CPU between sessions, so a
     # kernel that spawns a hundred busy processes still gets one kernel's share
     connection_file = request["connection_file"]
@@ -226,8 +230,9 @@ def _become_kernel(request: dict, fds: list[int], policy=None, alone: bool = Fal
     from ipykernel.kernelapp import IPKernelApp
 
     sys.argv = ["ipykernel_launcher", "-f", connection_file]
-    if os.environ.get("JPY_PARENT_PID"):  # read at import (in the server), so pass it on here
-        sys.argv.append(f"--IPKernelApp.parent_handle={os.environ['JPY_PARENT_PID']}")
+    parent = request["env"].get("JPY_PARENT_PID")  # set by jupyter_client, left out of the environment
+    if parent:  # with a parent the kernel also prints no banner on the grader's output
+        sys.argv.append(f"--IPKernelApp.parent_handle={parent}")
     try:
         app = IPKernelApp.instance()
         app.initialize(sys.argv[1:])
@@ -430,8 +435,14 @@ class WarmServer:
               prefix: list[str] | None = None, env: dict[str, str] | None = None) -> WarmServer:
         """Start a server with its socket in ``folder``; with a sandbox ``policy``, inside the
         namespaces that the command ``prefix`` creates (see ``helpers.grading.sandbox.launcher``).
-        ``env``: the server's environment (default: this process's), e.g. its OMP_NUM_THREADS,
-        which fixes the number of threads of every kernel it forks."""
+        ``env``: the server's environment (default: this process's through the kernels'
+        allow-list, ``helpers.grading.sandbox.kernel_environment``), e.g. its OMP_NUM_THREADS,
+        which fixes the number of threads of every kernel it forks. Every kernel it forks holds
+        it in memory (``/proc/self/environ``), so it must hold nothing a kernel may not see."""
+        if env is None:
+            from .sandbox import kernel_environment
+
+            env = kernel_environment(home=str(folder))
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         sock_path = folder / "warm.sock"

@@ -11,7 +11,9 @@ has looked. That is replacing what the checks compute or compare with (``monkeyp
 a check, ``np``/``torch``, a name the grade cells use or a builtin to another function or object
 (``redefines-grader``), a path into the solutions, the gradebook, the grading folders, other
 students' work, the exchange or home folders (``hidden-files``), the kernel's shell hooks, tracing
-or stack frames (``kernel-hooks``), and Javascript for the grader's browser (``javascript``).
+or stack frames (``kernel-hooks``), and Javascript or other active content for the grader's browser
+(``javascript``: script, frames, plugins, event handlers, script URLs in markdown, in strings, or in
+what the code displays when it is graded).
 Everything else is ``review``: listed for a human, the score left alone — shell lines and unusual
 magics, the network, ``exec`` and ``eval``, processes, ordinary files, duplicated grade ids, edited
 or deleted locked cells, a solution that calls the reference, names rebound to plain data, cells
@@ -21,6 +23,7 @@ no finding at all; the Python after ``%time``/``%timeit`` and in ``%%time``, ``%
 
 - ``rules``     what the scan looks for: grader names, modules, calls, paths, hidden places, magics
 - ``parsing``   IPython lines made Python (or ``pass``) and their findings; a cell's syntax tree
+- ``markup``    active content in HTML, markdown and outputs, read with ``html.parser``
 - ``names``     the ``Namespace``: which names stand for modules, the grading's names, the student's
 - ``scan``      the visitor that reads one code cell in that namespace: ``scan_code``
 - ``notebook``  a submission against the release, and a whole class: ``scan_notebook``, ``scan_class``
@@ -28,8 +31,9 @@ no finding at all; the Python after ``%time``/``%timeit`` and in ``%%time``, ``%
 """
 
 from .findings import SEVERITY, Finding, explain, is_tampering, review_lines, summarise, write_report
+from .markup import active_content, markdown_active, output_active
 from .names import Namespace
-from .notebook import scan_class, scan_notebook
+from .notebook import graded_output_findings, scan_class, scan_notebook
 from .parsing import parse_cell
 from .scan import scan_code
 
@@ -37,8 +41,12 @@ __all__ = [
     "SEVERITY",
     "Finding",
     "Namespace",
+    "active_content",
     "explain",
+    "graded_output_findings",
     "is_tampering",
+    "markdown_active",
+    "output_active",
     "parse_cell",
     "review_lines",
     "scan_class",

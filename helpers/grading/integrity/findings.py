@@ -16,14 +16,14 @@ SEVERITY = {
     "redefines-grader": "tamper",  # rebinds a check, np/torch or a builtin to another function or object
     "hidden-files": "tamper",  # a path into solutions, the gradebook, grading folders or others' work
     "kernel-hooks": "tamper",  # the shell's hooks, tracing, the interpreter's stack frames
-    "javascript": "tamper",  # script that would run in the grader's browser
+    "javascript": "tamper",  # script, or markup that runs or loads pages, for the grader's browser
     "shell": "review",  # !cmd, %pip, %%bash, files = !ls
     "magic": "review",  # a magic that is not an everyday one: %reset, %load_ext of another extension
     "network": "review",
     "dynamic-code": "review",
     "process": "review",
     "file-access": "review",
-    "script-output": "review",  # a saved output holding script: nbgrader clears outputs before it grades
+    "script-output": "review",  # a saved output with active content: nbgrader clears outputs first
     "duplicate-grade-id": "review",
     "edited-locked-cell": "review",
     "deleted-grade-cell": "review",
@@ -102,6 +102,10 @@ def _plainly(f: Finding) -> str:
         return "reaches into the interpreter's stack frames or tracing, where the grader's own objects live"
     if f.kind == "kernel-hooks":
         return f"hooks into the notebook's shell ({what or 'the kernel'}), which runs the checks"
+    if f.kind == "javascript" and f.detail.startswith("active content in an output"):
+        return "displays, when it runs, content meant to run in the grader's browser"
+    if f.kind == "javascript" and f.detail.startswith("active content"):
+        return "holds markup meant to run in the grader's browser (script, a frame or a plugin)"
     if f.kind == "javascript":
         return "holds Javascript, which would run in the grader's browser"
     return f.detail

@@ -1,6 +1,8 @@
 """Scanning whole submissions: each cell of a student's notebook is matched to the released one,
 locked cells are only compared (nbgrader restores them), every cell a student can edit is scanned
-in the namespace the grade cells will run in, and a class is scanned student by student."""
+in the namespace the grade cells will run in, and a class is scanned student by student. When the
+graded notebook is given too, what its code displayed at grading time is read for active content
+(script for the grader's browser hidden from the source, e.g. decoded from base64)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from pathlib import Path
 import nbformat
 
 from .findings import Finding, finding
+from .markup import active_content, cell_outputs_active, markdown_active
 from .names import Namespace
 from .parsing import parse_cell
-from .rules import SCRIPT
 from .scan import scan_code
 
 
@@ -38,22 +40,39 @@ def _grade_id(cell) -> str | None:
     return (_nbgrader(cell) or {}).get("grade_id") or None
 
 
-def _script_output(cell) -> bool:
-    """Whether a code cell's saved outputs hold script for the browser."""
-    for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-        data = out.get("data", {}) if isinstance(out, dict) else {}
-        if isinstance(data, dict) and ("application/javascript" in data
-                                       or SCRIPT.search(str(data.get("text/html", "")))):
-            return True
-    return False
+def _quoted(quotes: list[str]) -> str:
+    """The first quote of active content, and how many more there are."""
+    return quotes[0] + (f" (and {len(quotes) - 1} more)" if len(quotes) > 1 else "")
 
 
-def scan_notebook(submitted: nbformat.NotebookNode | Path,
-                  released: nbformat.NotebookNode | Path) -> list[Finding]:
-    """Every finding for one submission, in notebook order; duplicated and deleted cells last."""
+def _markup_findings(label: str, cell) -> list[Finding]:
+    """Active content in a markdown or raw cell a student can edit."""
+    kind = cell.get("cell_type")
+    quotes = markdown_active(_source(cell)) if kind == "markdown" else active_content(_source(cell))
+    if not quotes:
+        return []
+    what = "a markdown answer" if _nbgrader(cell).get("solution") else f"a {kind} cell"
+    return [finding(label, None, "javascript", f"active content in {what}: {_quoted(quotes)}")]
+
+
+def graded_output_findings(graded: nbformat.NotebookNode | Path) -> list[Finding]:
+    """Active content in what a graded notebook's code displayed when it ran for grading."""
+    findings = []
+    for i, cell in enumerate(_load(graded).get("cells", [])):
+        quotes = cell_outputs_active(cell)
+        if quotes:
+            detail = f"active content in an output displayed at grading time: {_quoted(quotes)}"
+            findings.append(finding(_grade_id(cell) or f"cell {i + 1}", None, "javascript", detail))
+    return findings
+
+
+def scan_notebook(submitted: nbformat.NotebookNode | Path, released: nbformat.NotebookNode | Path,
+                  graded: nbformat.NotebookNode | Path | None = None) -> list[Finding]:
+    """Every finding for one submission, in notebook order; duplicated and deleted cells last, then
+    what ``graded`` (the notebook as it ran for grading, if given) displayed."""
     sub, rel = _load(submitted), _load(released)
     rel_cells, cells = rel.get("cells", []), sub.get("cells", [])
-    graded = {_grade_id(c): c for c in rel_cells if _grade_id(c)}
+    course = {_grade_id(c): c for c in rel_cells if _grade_id(c)}
     plain = {c.get("id"): c for c in rel_cells if not _grade_id(c) and c.get("id")}
     plain_sources = {_norm(_source(c)) for c in plain.values() if c.get("cell_type") == "code"}
     ids = [_grade_id(c) for c in cells]
@@ -62,10 +81,10 @@ def scan_notebook(submitted: nbformat.NotebookNode | Path,
     plan = []  # (label, cell, the released source it replaces, mode)
     for i, cell in enumerate(cells):
         gid, orig = ids[i], plain.get(cell.get("id"))
-        if gid in graded:
-            locked = _nbgrader(graded[gid]).get("locked") and last[gid] == i
+        if gid in course:
+            locked = _nbgrader(course[gid]).get("locked") and last[gid] == i
             label = gid if last[gid] == i else f"{gid} (copy in cell {i + 1})"
-            plan.append((label, cell, _source(graded[gid]), "locked" if locked else "scan"))
+            plan.append((label, cell, _source(course[gid]), "locked" if locked else "scan"))
         elif orig is not None and orig.get("cell_type") == cell.get("cell_type"):
             same = _norm(_source(cell)) == _norm(_source(orig))
             plan.append((f"cell {i + 1}", cell, _source(orig), "same" if same else "scan"))
@@ -83,32 +102,32 @@ def scan_notebook(submitted: nbformat.NotebookNode | Path,
     for label, cell, original, mode in plan:
         source, code = _source(cell), cell.get("cell_type") == "code"
         if mode == "locked":
-            findings += _compare_locked(label, cell, graded[label])
-        elif mode == "scan" and not code and SCRIPT.search(source):
-            findings.append(finding(label, None, "javascript",
-                                    "markdown holding Javascript (it runs in the grader's browser)"))
+            findings += _compare_locked(label, cell, course[label])
+        elif mode == "scan" and not code:
+            findings += _markup_findings(label, cell)
         elif mode == "scan" and code:
             # what the released cell already did (a course demo using `reference`) is not the student's
             baseline = {(k, d) for _, k, d, _ in scan_code(original, replace(ns, rebound=set(ns.rebound)))}
             findings += [finding(label, line, kind, detail, target) for line, kind, detail, target
                          in scan_code(source, ns) if (kind, detail) not in baseline]
-        if _script_output(cell):
-            findings.append(finding(label, None, "script-output", "a saved output holds script for "
-                                                                  "the browser (nbgrader clears outputs)"))
+        saved = cell_outputs_active(cell)
+        if saved:
+            detail = f"a saved output holds active content (nbgrader clears outputs): {_quoted(saved)}"
+            findings.append(finding(label, None, "script-output", detail))
 
     for gid, n in Counter(g for g in ids if g).items():
         if n > 1:
-            meta = _nbgrader(graded.get(gid, {}))
+            meta = _nbgrader(course.get(gid, {}))
             shadows = meta.get("grade") or meta.get("locked")
             why = "a copy of a grade cell" if shadows else "a copied solution cell"
             detail = f"grade_id {gid} appears {n} times ({why}; nbgrader grades the last)"
             findings.append(finding(gid, None, "duplicate-grade-id", detail))
-    for gid, c in graded.items():
+    for gid, c in course.items():
         meta = _nbgrader(c)
         if gid not in last and (meta.get("grade") or meta.get("locked")):
             what = f"grade cell ({meta.get('points', 0)} points)" if meta.get("grade") else "locked cell"
             findings.append(finding(gid, None, "deleted-grade-cell", f"the {what} {gid} was deleted"))
-    return findings
+    return findings + ([] if graded is None else graded_output_findings(graded))
 
 
 def _compare_locked(gid: str, cell, original) -> list[Finding]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .markup import active_content, markdown_active
 from .rules import (
     CODE_MAGICS,
     DISPLAY_MAGICS,
@@ -53,7 +54,9 @@ def _ipython(esc: str, name: str, rest: str) -> tuple[list[tuple[str, str, str]]
 def _cell_magic(at: int, name: str, rest: str, body: list[str]) -> list[tuple[int, str, str, str]]:
     """Findings (line, kind, detail, target) for a cell run by a magic other than Python (%%bash, %%html)."""
     if name.lower() in DISPLAY_MAGICS:
-        script = SCRIPT.search("\n".join(body))
+        text = "\n".join(body)
+        script = SCRIPT.search(text) or (markdown_active(text) if name.lower() == "markdown"
+                                         else active_content(text))
         return [(at, "javascript", f"a %%{name} cell holding script for the browser", "")] if script else []
     found = [(at, *k) for k in _ipython("%%", name, rest)[0]]
     if name.lower() in SHELL_MAGICS:  # its body is commands: are they after a hidden place?

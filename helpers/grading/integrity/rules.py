@@ -79,6 +79,16 @@ SHELL_CALLS = {"run_line_magic": "%{0} {1}", "magic": "%{0}", "run_cell_magic": 
                "system": "!{0}", "getoutput": "!{0}", "system_piped": "!{0}", "system_raw": "!{0}"}
 JS_NAMES = {"Javascript", "display_javascript"}
 SCRIPT = re.compile(r"<script|javascript:|application/javascript|<[^>]*\son[a-z]+\s*=", re.I)
+# Markup that runs script, or loads a page or a plugin, in the browser that shows it (read with a
+# real HTML parser: ``markup``). Attributes whose name starts with "on" are event handlers.
+ACTIVE_TAGS = {"script", "iframe", "frame", "frameset", "object", "embed", "applet", "portal", "base"}
+SCRIPT_SCHEMES = ("javascript:", "vbscript:", "livescript:")
+# data: URLs an <img> may show: an image never runs script, an SVG one included; any other data:
+# URL (data:text/html, or SVG in a frame or an object) is a page of its own.
+IMAGE_DATA = ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp", "data:image/svg+xml")
+# Outputs whose type is script: the browser runs them as they are.
+SCRIPT_OUTPUTS = {"application/javascript", "text/javascript", "application/x-javascript"}
+MARKUP_OUTPUTS = {"text/html", "image/svg+xml"}  # read as HTML; text/markdown is rendered first
 
 # ------------------------------------------------------------------ IPython magics, by name (lower case)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .markup import active_content
 from .names import Namespace, imported, name_of, root_of, snippet, written_params
 from .parsing import parse_cell, parse_python
 from .rules import (
@@ -343,8 +344,13 @@ class _CellScan(ast.NodeVisitor):
             self.emit(node, "hidden-files", f"a path into {place} ({snippet(node)})", place)
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and SCRIPT.search(node.value):
+        if not isinstance(node.value, str):
+            return
+        if SCRIPT.search(node.value):
             self.emit(node, "javascript", "a string holding Javascript for the browser")
+        elif "<" in node.value and active_content(node.value):
+            quote = active_content(node.value)[0]
+            self.emit(node, "javascript", f"a string holding active content for the browser: {quote}")
 
 
 def _outside_cwd(arg: ast.AST | None) -> bool:
