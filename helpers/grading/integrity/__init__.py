@@ -16,14 +16,16 @@ or stack frames (``kernel-hooks``), and Javascript or other active content for t
 what the code displays when it is graded).
 Everything else is ``review``: listed for a human, the score left alone — shell lines and unusual
 magics, the network, ``exec`` and ``eval``, processes, ordinary files, duplicated grade ids, edited
-or deleted locked cells, a solution that calls the reference, names rebound to plain data, cells
-that do not parse. Everyday magics (``%matplotlib``, ``%autoreload``, ``%timeit``, ``np.exp?``) are
-no finding at all; the Python after ``%time``/``%timeit`` and in ``%%time``, ``%%timeit`` and
-``%%capture`` cells, and in ``exec`` of a literal string, is scanned like any other code.
+or deleted locked cells, a solution that calls the reference or pastes its body (``copies``),
+names rebound to plain data, cells that do not parse. Everyday magics (``%matplotlib``,
+``%autoreload``, ``%timeit``, ``np.exp?``) are no finding at all; the Python after
+``%time``/``%timeit`` and in ``%%time``, ``%%timeit`` and ``%%capture`` cells, and in ``exec`` of
+a literal string, is scanned like any other code.
 
 - ``rules``     what the scan looks for: grader names, modules, calls, paths, hidden places, magics
 - ``parsing``   IPython lines made Python (or ``pass``) and their findings; a cell's syntax tree
 - ``markup``    active content in HTML, markdown and outputs, read with ``html.parser``
+- ``copies``    exercise functions whose body is the course's own reference, pasted
 - ``names``     the ``Namespace``: which names stand for modules, the grading's names, the student's
 - ``scan``      the visitor that reads one code cell in that namespace: ``scan_code``
 - ``notebook``  a submission against the release, and a whole class: ``scan_notebook``, ``scan_class``

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 
+from .copies import copied_references
 from .findings import Finding, finding
 from .markup import active_content, cell_outputs_active, markdown_active
 from .names import Namespace
@@ -110,6 +111,11 @@ def scan_notebook(submitted: nbformat.NotebookNode | Path, released: nbformat.No
             baseline = {(k, d) for _, k, d, _ in scan_code(original, replace(ns, rebound=set(ns.rebound)))}
             findings += [finding(label, line, kind, detail, target) for line, kind, detail, target
                          in scan_code(source, ns) if (kind, detail) not in baseline]
+            tree = parse_cell(source)[0]
+            findings += [finding(label, line, "copies-reference",
+                                 f"{where.rsplit('.', 1)[1]} is the course's own {where} statement for "
+                                 "statement (local names, comments and layout aside)", where)
+                         for line, where in (copied_references(tree) if tree is not None else [])]
         saved = cell_outputs_active(cell)
         if saved:
             detail = f"a saved output holds active content (nbgrader clears outputs): {_quoted(saved)}"
