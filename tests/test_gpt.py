@@ -207,9 +207,13 @@ def test_what_the_lesson_says_about_the_shipped_runs(shipped):
         assert np.mean(run["loss"][-50:]) > last, "the training loss (dropout on) lies above the validation"
         sample = run["sample"]
         assert sample.startswith(tiny_gpt.PROMPT) and len(sample) == len(tiny_gpt.PROMPT) + 300
-        assert " the " in sample and "`" in sample, "common words and backticks in every sample"
+        assert " the " in sample, "common words of the course in every sample"
+    # "in some samples Markdown's backticks, headings or list items": under PyTorch's plainest
+    # kernels (ATEN_CPU_CAPABILITY=default) one of the three retrained seeds wrote no backtick
+    assert any("`" in r["sample"] for r in runs), "backticks in some samples"
     headings_or_lists = [re.search(r"^(#+ |- )", r["sample"], re.M) is not None for r in runs]
     assert 0 < sum(headings_or_lists), "headings or list items in some samples"
+    assert "and in some samples Markdown's backticks,\n# headings or list items" in lesson_source()
     assert max(finals) - min(finals) < 0.05, "the seeds end within a few hundredths of each other"
     assert max(finals) < bigram - 0.3
 

@@ -466,8 +466,8 @@ for run in runs["runs"]:
     print(f"--- seed {run['seed']}\n{run['sample']}\n")
 
 # %% [markdown]
-# Common words of the course between invented ones, Markdown's backticks in every sample and its
-# headings or list items in some — and no meaning. A model of this size that reads 64 characters
+# Common words of the course between invented ones, and in some samples Markdown's backticks,
+# headings or list items — but no meaning. A model of this size that reads 64 characters
 # learns spelling and the look of the text. GPT-2's smallest model has over a hundred million
 # parameters, reads 1,024 tokens of subwords, and was trained on about 40 GB of web text
 # (Radford et al., 2019).
