@@ -29,7 +29,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer, List, Unicode
 
 from .sandbox import kernel_environment, private_process
-from .warmkernel import NO_FIGURES
+from .warmkernel import NO_FIGURES, font_cache
 
 
 class GradingMachineryError(KeyboardInterrupt):
@@ -116,6 +116,7 @@ class GuardedExecute(Execute):
         (a sandboxed kernel's is its private /tmp instead)."""
         if not getattr(self, "_home", None):
             self._home = tempfile.mkdtemp(prefix="grading-home-")
+            font_cache(Path(self._home, ".cache", "matplotlib"))  # where matplotlib looks under HOME
         return self._home
 
     def preprocess(self, nb, resources=None, km=None):

@@ -26,6 +26,7 @@ import contextlib
 import gc
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -424,6 +425,21 @@ def client(connection_file: str) -> int:
 # ------------------------------------------------------------------ starting and stopping
 
 
+def font_cache(folder: Path) -> str:
+    """``folder`` holding a copy of the grader's matplotlib font list, for MPLCONFIGDIR: without it
+    matplotlib scans every font of the machine again in each kernel (about a second per graded
+    notebook), and pointing at the grader's own folder would show the grader's home to kernels."""
+    import matplotlib
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)
+    for font_list in Path(matplotlib.get_cachedir()).glob("fontlist-*.json"):
+        shutil.copy(font_list, folder / font_list.name)
+        (folder / font_list.name).chmod(0o644)
+    return str(folder)
+
+
 class WarmServer:
     """A running warm server and the kernelspec that uses it."""
 
@@ -439,12 +455,12 @@ class WarmServer:
         allow-list, ``helpers.grading.sandbox.kernel_environment``), e.g. its OMP_NUM_THREADS,
         which fixes the number of threads of every kernel it forks. Every kernel it forks holds
         it in memory (``/proc/self/environ``), so it must hold nothing a kernel may not see."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
         if env is None:
             from .sandbox import kernel_environment
 
-            env = kernel_environment(home=str(folder))
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+            env = {**kernel_environment(home=str(folder)), "MPLCONFIGDIR": font_cache(folder / "matplotlib")}
         sock_path = folder / "warm.sock"
         if sock_path.exists():
             sock_path.unlink()
