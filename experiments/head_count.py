@@ -97,10 +97,7 @@ def run_spread(seeds: tuple[int, ...] = SPREAD_SEEDS, kernel_paths: tuple[str, .
 
 def load_spread(directory: Path = DATA_DIR) -> dict:
     """The shipped runs of ``run_spread`` (data/heads/spread.json)."""
-    path = paths.require(directory, f"{COMMAND} --spread") / SPREAD_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `{COMMAND} --spread` to create it")
-    return json.loads(path.read_text())
+    return paths.read_results(directory, f"{COMMAND} --spread", SPREAD_FILE)
 
 
 def worst_sets(runs: list[dict]) -> list[float]:

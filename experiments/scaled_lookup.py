@@ -183,10 +183,7 @@ def run_spread(config: LookupConfig = LookupConfig(seeds=SPREAD_SEEDS),
 
 def load_spread(data_dir: Path = DATA_DIR) -> dict:
     """The runs of ``run_spread`` as shipped (``data/scaled_lookup/spread.json``)."""
-    path = paths.require(data_dir, f"{COMMAND} --spread") / SPREAD_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `{COMMAND} --spread` to create it")
-    return json.loads(path.read_text())
+    return paths.read_results(data_dir, f"{COMMAND} --spread", SPREAD_FILE)
 
 
 def save(results: dict, out_dir: Path = DATA_DIR) -> Path:

@@ -34,9 +34,9 @@ def require(folder: Path, command: str) -> Path:
     return folder
 
 
-def read_results(folder: Path, command: str) -> dict:
-    """``folder/results.json``, or an error naming the ``command`` that writes it."""
-    path = require(folder, command) / "results.json"
+def read_results(folder: Path, command: str, name: str = "results.json") -> dict:
+    """``folder/name``, or an error naming the ``command`` that writes it."""
+    path = require(folder, command) / name
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `{command}` to make it")
     return json.loads(path.read_text())
